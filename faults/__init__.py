@@ -1,1 +1,1 @@
-"""faults."""
+"""Fault options and swarm generation. Never imports sim/."""

@@ -1,1 +1,18 @@
-"""protocols."""
+"""Protocol cores (sans-IO) and their definitions, by name."""
+
+from __future__ import annotations
+
+from protocols.definition import ProtocolDefinition
+from protocols.errors import ConfigError
+from protocols.twopc.definition import DEFINITION as TWOPC
+
+PROTOCOLS: dict[str, ProtocolDefinition] = {TWOPC.name: TWOPC}
+
+
+def get_protocol(name: str) -> ProtocolDefinition:
+    try:
+        return PROTOCOLS[name]
+    except KeyError:
+        raise ConfigError(
+            f"unknown protocol {name!r}; known: {', '.join(sorted(PROTOCOLS))}"
+        ) from None

@@ -1,0 +1,91 @@
+"""What the simulator needs to know about a protocol, in one interface.
+
+A protocol package exposes one `ProtocolDefinition` (see
+`protocols/twopc/definition.py`). The simulator never imports a protocol's
+cores directly: it builds them through the definition, encodes messages
+through it, and asks it for the refinement mapping, the oracle and the spec
+metadata that go into the trace header. Adding a protocol means writing one
+of these and registering it in `protocols/__init__.py`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, Protocol
+
+from protocols.base import Core
+
+
+class Oracle(Protocol):
+    def check_step(self, spec_vars: Mapping[str, Any]) -> None:
+        """Raise InvariantViolation if a safety property is broken."""
+        ...
+
+    def check_liveness(self, spec_vars: Mapping[str, Any]) -> str | None:
+        """Describe the unfinished work, or None when the protocol finished."""
+        ...
+
+
+class ProtocolDefinition(Protocol):
+    name: str
+    summary: str
+    spec_module: str  # the TLA+ module every trace line is a step of
+    net_lose_action: str
+    net_duplicate_action: str
+    variable_types: Mapping[str, str]  # spec variable -> TLA+ type, in spec order
+    source_files: Sequence[str]  # the modelled code, relative to the repository root
+
+    @property
+    def bugs(self) -> Mapping[str, Any]: ...
+
+    def default_options(self) -> Any: ...
+
+    def make_options(self, overrides: Mapping[str, Any]) -> Any: ...
+
+    def configure(self, options: Any, bug: str | None, workload_rng: random.Random) -> Any:
+        """Draw the workload and return the run's configuration (plain data)."""
+        ...
+
+    def node_ids(self, config: Any) -> tuple[str, ...]: ...
+
+    def make_core(self, config: Any, node_id: str) -> Core: ...
+
+    def crash_step(self, node_id: str) -> tuple[str, Mapping[str, Any]]:
+        """The spec action (and params) of a crash of `node_id`."""
+        ...
+
+    def encode_message(self, msg: Any) -> dict[str, Any]: ...
+
+    def decode_message(self, data: Any) -> Any: ...
+
+    def message_record(self, msg: Any) -> Mapping[str, Any]:
+        """The spec's record for a message (its value in the `msgs` bag)."""
+        ...
+
+    def spec_constants(self, config: Any) -> Mapping[str, Any]: ...
+
+    def spec_vars(
+        self,
+        config: Any,
+        views: Mapping[str, Mapping[str, Any]],
+        logs: Mapping[str, Sequence[Mapping[str, Any]]],
+        up: Mapping[str, bool],
+        in_flight: Mapping[Any, int],
+        record: Callable[[Mapping[str, Any]], Hashable],
+    ) -> dict[str, Any]:
+        """The refinement mapping: every spec variable from the whole system's state.
+
+        `views` holds each node's own spec variables (for a crashed node, what
+        it will recover to), `logs` each node's synced records, `in_flight`
+        each message in flight with its copy count. `record` turns a
+        str-keyed mapping into a hashable record, for values used as set
+        elements or function keys.
+        """
+        ...
+
+    def make_oracle(self, config: Any) -> Oracle: ...
+
+    def settle_tick(self, config: Any) -> int:
+        """The tick by which the workload has started all its work."""
+        ...

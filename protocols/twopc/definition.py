@@ -1,0 +1,131 @@
+"""The two-phase commit protocol as the simulator sees it."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import fields
+from typing import Any
+
+from protocols.base import Core
+from protocols.errors import ConfigError
+from protocols.twopc import bugs
+from protocols.twopc.config import TwoPCConfig, TwoPCOptions, draw_workload, rm_ids
+from protocols.twopc.messages import Message, from_wire, to_wire
+from protocols.twopc.oracles import TwoPCOracle
+from protocols.twopc.rm import ResourceManager
+from protocols.twopc.tm import TM_ID, TransactionManager
+
+_TM_STATES = '{"init", "preparing", "committed", "aborted"}'
+_RM_STATES = '{"working", "prepared", "committed", "aborted"}'
+_MSG = '[type: {"Prepare", "Commit", "Abort", "Prepared", "Aborted"}, tx: Tx, rm: RM]'
+
+
+class TwoPhaseCommit:
+    name = "twopc"
+    summary = "two-phase commit: one TM, N RMs, presumed abort, crash recovery from logs"
+    spec_module = "TwoPhaseCommitMsg"
+    net_lose_action = "NetLose"
+    net_duplicate_action = "NetDuplicate"
+    variable_types: Mapping[str, str] = {
+        "tmState": f"[Tx -> {_TM_STATES}]",
+        "tmPrepared": "[Tx -> SUBSET RM]",
+        "tmLog": 'SUBSET [kind: {"begin", "commit"}, tx: Tx]',
+        "tmUp": "BOOLEAN",
+        "rmState": f"[Tx -> [RM -> {_RM_STATES}]]",
+        "rmLog": '[RM -> SUBSET [kind: {"prepared", "committed", "aborted"}, tx: Tx]]',
+        "rmUp": "[RM -> BOOLEAN]",
+        "msgs": f"[{_MSG} -> Nat \\ {{0}}] (a bag)",
+    }
+    source_files: Sequence[str] = (
+        "protocols/twopc/tm.py",
+        "protocols/twopc/rm.py",
+        "protocols/twopc/messages.py",
+        "protocols/twopc/definition.py",
+    )
+
+    @property
+    def bugs(self) -> Mapping[str, bugs.BugVariant]:
+        return bugs.BUGS
+
+    def default_options(self) -> TwoPCOptions:
+        return TwoPCOptions()
+
+    def make_options(self, overrides: Mapping[str, Any]) -> TwoPCOptions:
+        known = {f.name for f in fields(TwoPCOptions)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ConfigError(
+                f"unknown twopc option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
+        return TwoPCOptions(**overrides)
+
+    def configure(
+        self, options: TwoPCOptions, bug: str | None, workload_rng: random.Random
+    ) -> TwoPCConfig:
+        return TwoPCConfig(
+            rms=rm_ids(options.rm_count),
+            txs=draw_workload(options, workload_rng),
+            options=options,
+            bug=bugs.check_bug(bug),
+        )
+
+    def node_ids(self, config: TwoPCConfig) -> tuple[str, ...]:
+        return (TM_ID, *config.rms)
+
+    def make_core(self, config: TwoPCConfig, node_id: str) -> Core:
+        if node_id == TM_ID:
+            return TransactionManager(config)
+        return ResourceManager(node_id, config)
+
+    def crash_step(self, node_id: str) -> tuple[str, Mapping[str, Any]]:
+        if node_id == TM_ID:
+            return "TMCrash", {}
+        return "RMCrash", {"rm": node_id}
+
+    def encode_message(self, msg: Message) -> dict[str, Any]:
+        return to_wire(msg)
+
+    def decode_message(self, data: Any) -> Message:
+        return from_wire(data)
+
+    def message_record(self, msg: Message) -> Mapping[str, Any]:
+        return to_wire(msg)
+
+    def spec_constants(self, config: TwoPCConfig) -> Mapping[str, Any]:
+        return {"RM": frozenset(config.rms), "Tx": frozenset(p.tx for p in config.txs)}
+
+    def spec_vars(
+        self,
+        config: TwoPCConfig,
+        views: Mapping[str, Mapping[str, Any]],
+        logs: Mapping[str, Sequence[Mapping[str, Any]]],
+        up: Mapping[str, bool],
+        in_flight: Mapping[Any, int],
+        record: Callable[[Mapping[str, Any]], Hashable],
+    ) -> dict[str, Any]:
+        tm_view = views[TM_ID]
+        rm_state = {
+            plan.tx: {rm: views[rm]["rmState"][plan.tx] for rm in config.rms}
+            for plan in config.txs
+        }
+        return {
+            "tmState": tm_view["tmState"],
+            "tmPrepared": tm_view["tmPrepared"],
+            "tmLog": frozenset(record(rec) for rec in logs[TM_ID]),
+            "tmUp": up[TM_ID],
+            "rmState": rm_state,
+            "rmLog": {rm: frozenset(record(rec) for rec in logs[rm]) for rm in config.rms},
+            "rmUp": {rm: up[rm] for rm in config.rms},
+            "msgs": {record(to_wire(msg)): count for msg, count in in_flight.items()},
+        }
+
+    def make_oracle(self, config: TwoPCConfig) -> TwoPCOracle:
+        return TwoPCOracle(tuple(p.tx for p in config.txs), config.rms)
+
+    def settle_tick(self, config: TwoPCConfig) -> int:
+        last_begin = max(p.begin_tick for p in config.txs)
+        return last_begin + config.options.working_timeout_ticks
+
+
+DEFINITION = TwoPhaseCommit()

@@ -1,0 +1,107 @@
+"""One run of one seed, with its trace: the API the CLI, campaigns and tests share."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from protocols import get_protocol
+from protocols.definition import ProtocolDefinition
+from sim.kernel import RunResult, Simulation
+from sim.options import SimOptions
+from sim.revision import source_revision
+from tracing.emitter import TraceEmitter
+
+TOOL_VERSION = "0.1.0"
+
+
+@dataclass(slots=True)
+class SeedRun:
+    result: RunResult
+    options: dict[str, Any]  # every option of the run, as printed and in the header
+    trace: bytes | None  # the whole trace, when it was kept in memory
+    trace_path: Path | None  # where the trace was written, when it was
+
+
+def build_simulation(
+    protocol: ProtocolDefinition | str,
+    seed: int,
+    *,
+    bug: str | None = None,
+    protocol_overrides: dict[str, Any] | None = None,
+    options: SimOptions | None = None,
+    emitter: TraceEmitter | None = None,
+) -> Simulation:
+    definition = get_protocol(protocol) if isinstance(protocol, str) else protocol
+    protocol_options = definition.make_options(protocol_overrides or {})
+    return Simulation(
+        definition,
+        seed,
+        protocol_options=protocol_options,
+        options=options,
+        bug=bug,
+        emitter=emitter,
+    )
+
+
+def write_header(sim: Simulation, emitter: TraceEmitter) -> None:
+    protocol = sim.protocol
+    emitter.header(
+        protocol=protocol.name,
+        spec=protocol.spec_module,
+        seed=sim.seed,
+        options=sim.options_record(),
+        tool_version=TOOL_VERSION,
+        source_revision=source_revision(tuple(protocol.source_files)),
+        constants=protocol.spec_constants(sim.config),
+        variables=protocol.variable_types,
+    )
+
+
+def run_seed(
+    protocol: ProtocolDefinition | str,
+    seed: int,
+    *,
+    bug: str | None = None,
+    protocol_overrides: dict[str, Any] | None = None,
+    options: SimOptions | None = None,
+    trace_path: Path | None = None,
+    keep_trace: bool = False,
+) -> SeedRun:
+    """Run one seed. The trace goes to `trace_path`, to memory, or nowhere."""
+    sim_options = options or SimOptions()
+    fmt = sim_options.trace_format
+    stream: BinaryIO | None = None
+    buffer: io.BytesIO | None = None
+    if trace_path is not None:
+        trace_path.parent.mkdir(parents=True, exist_ok=True)
+        stream = trace_path.open("wb")
+    elif keep_trace:
+        buffer = io.BytesIO()
+        stream = buffer
+    emitter = TraceEmitter(stream, fmt) if stream is not None else None
+    try:
+        sim = build_simulation(
+            protocol,
+            seed,
+            bug=bug,
+            protocol_overrides=protocol_overrides,
+            options=sim_options,
+            emitter=emitter,
+        )
+        if emitter is not None:
+            write_header(sim, emitter)
+        result = sim.run()
+    finally:
+        if emitter is not None:
+            emitter.close()
+        if stream is not None and stream is not buffer:
+            stream.close()
+    return SeedRun(
+        result=result,
+        options=sim.options_record(),
+        trace=buffer.getvalue() if buffer is not None else None,
+        trace_path=trace_path,
+    )
