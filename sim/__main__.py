@@ -1,0 +1,5 @@
+"""`python -m sim` is `tlasim`."""
+
+from sim.cli import main
+
+main()
