@@ -7,6 +7,7 @@ because that is a bug in tlasim.
 
 from __future__ import annotations
 
+import shlex
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -141,6 +142,8 @@ protocol_argument = click.argument("protocol", type=click.Choice(sorted(PROTOCOL
               help="Set a fault option explicitly (turns swarm off), e.g. crash_probability=0.01.")
 @click.option("--set", "protocol_overrides", multiple=True, metavar="KEY=VALUE",
               help="Set a protocol option, e.g. rm_count=4.")
+@click.option("--liveness-bound", "liveness_bound", type=int, default=600, show_default=True,
+              help="Ticks the protocol has to finish after every fault healed.")
 @guarded
 def run(
     protocol: str,
@@ -152,6 +155,7 @@ def run(
     fault_mode: str,
     fault_overrides: tuple[str, ...],
     protocol_overrides: tuple[str, ...],
+    liveness_bound: int,
 ) -> None:
     """Run one seed of PROTOCOL and report the result."""
     definition = get_protocol(protocol)
@@ -160,7 +164,9 @@ def run(
             f"unknown {protocol} bug {bug!r}; known: {', '.join(definition.bugs)}"
         )
     options = SimOptions(
-        faults=_fault_options(fault_mode, fault_overrides), trace_format=trace_format
+        faults=_fault_options(fault_mode, fault_overrides),
+        trace_format=trace_format,
+        liveness_bound_ticks=liveness_bound,
     )
     scratch = None
     if validate and trace_path is None:
@@ -186,7 +192,8 @@ def run(
         markup=False,
     )
     if result.failure:
-        out.print(f"failure: {result.failure} (after step {result.failing_step})", markup=False)
+        where = f" (trace step {result.failing_step})" if result.failing_step is not None else ""
+        out.print(f"failure: {result.failure}{where}", markup=False)
     if trace_path is not None and scratch is None:
         out.print(f"trace={trace_path}", markup=False)
     code = {
@@ -203,10 +210,9 @@ def run(
             code = exitcodes.TRACE_REJECTED
     if scratch is not None:
         scratch.cleanup()
+    out.print(f"reproduce: {shlex.join(['tlasim', *sys.argv[1:]])}", markup=False)
     if code != exitcodes.OK:
         sys.exit(code)
-    cmd = f"tlasim run {protocol} --seed {seed}" + (f" --bug {bug}" if bug else "")
-    out.print(f"reproduce: {cmd}", markup=False)
 
 
 @main.command()

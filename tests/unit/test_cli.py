@@ -1,0 +1,128 @@
+"""The CLI: every kind of bad input gets a one-line error and its own exit code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from protocols.twopc.bugs import BUGS
+from sim import exitcodes
+from sim.cli import main
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), env=env)
+    assert "Traceback" not in result.output, result.output
+    return result.exit_code, result.output
+
+
+def test_run_prints_seed_and_every_option_before_the_result() -> None:
+    code, output = invoke("run", "twopc", "--seed", "3")
+    assert code == exitcodes.OK
+    lines = output.splitlines()
+    assert lines[0] == "seed=3"
+    assert any(line.startswith("faults.crash_probability=") for line in lines)
+    assert any(line.startswith("protocol_options.rm_count=") for line in lines)
+    result_index = next(i for i, line in enumerate(lines) if line.startswith("result="))
+    assert all("=" in line for line in lines[:result_index])
+
+
+def test_bugs_lists_one_variant_per_line_name_first() -> None:
+    code, output = invoke("bugs", "twopc")
+    assert code == exitcodes.OK
+    lines = output.strip().splitlines()
+    assert [line.split()[0] for line in lines] == list(BUGS)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("run", "nosuchprotocol", "--seed", "1"),
+        ("run", "twopc", "--seed", "1", "--bug", "no-such-bug"),
+        ("run", "twopc", "--seed", "1", "--set", "rm_count=0"),
+        ("run", "twopc", "--seed", "1", "--set", "no_such_option=3"),
+        ("run", "twopc", "--seed", "1", "--set", "rm_count"),
+        ("run", "twopc", "--seed", "1", "--fault", "crash_probability=2"),
+        ("run", "twopc", "--seed", "1", "--fault", "gremlins=1"),
+        ("run", "twopc", "--seed", "notanumber"),
+        ("run", "twopc"),
+        ("campaign", "twopc", "--seeds", "9:3"),
+        ("campaign", "twopc", "--seeds", "1:3", "--bug", "nope"),
+        ("campaign", "twopc", "--seeds", "1:3", "--validate", "sometimes"),
+        ("validate", "/no/such/trace.ndjson"),
+    ],
+)
+def test_bad_input_exits_with_usage_code_and_no_traceback(args: tuple[str, ...]) -> None:
+    code, output = invoke(*args)
+    assert code == exitcodes.USAGE, output
+
+
+def test_safety_violation_exits_1() -> None:
+    # Seed 96 breaks atomicity under abort-after-prepare (found by the sweep).
+    code, output = invoke("run", "twopc", "--seed", "96", "--bug", "abort-after-prepare")
+    assert code == exitcodes.SAFETY, output
+    assert "failure: atomicity" in output
+
+
+def test_liveness_violation_exits_3() -> None:
+    # RMs give up at once and the bound leaves no time: the TM cannot decide in time.
+    code, output = invoke(
+        "run", "twopc", "--seed", "1", "--faults", "none", "--fault", "fault_phase_ticks=0",
+        "--set", "working_timeout_ticks=1", "--liveness-bound", "1",
+    )
+    assert code == exitcodes.LIVENESS, output
+    assert "failure: liveness" in output
+
+
+def _trace(tmp_path: Path, seed: int = 5) -> Path:
+    path = tmp_path / "trace.ndjson"
+    code, output = invoke("run", "twopc", "--seed", str(seed), "--trace", str(path))
+    assert code == exitcodes.OK, output
+    return path
+
+
+def test_malformed_trace_exits_with_usage_code(tmp_path: Path) -> None:
+    path = _trace(tmp_path)
+    lines = path.read_text().splitlines()
+    lines[3] = lines[3][:40]
+    path.write_text("\n".join(lines) + "\n")
+    code, output = invoke("validate", str(path))
+    assert code == exitcodes.USAGE
+    assert "trace.ndjson:4:" in output
+
+
+def test_trace_naming_a_missing_spec_exits_with_usage_code(tmp_path: Path) -> None:
+    path = _trace(tmp_path)
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["spec"] = "NoSuchSpec"
+    lines[0] = json.dumps(header)
+    path.write_text("\n".join(lines) + "\n")
+    code, output = invoke("validate", str(path))
+    assert code == exitcodes.USAGE
+    assert "NoSuchSpec" in output
+
+
+@pytest.mark.parametrize("variable", ["JAVA", "TLA2TOOLS_JAR"])
+def test_missing_java_or_tlc_exits_5_and_says_what_to_set(
+    tmp_path: Path, variable: str
+) -> None:
+    path = _trace(tmp_path)
+    code, output = invoke("validate", str(path), env={variable: str(tmp_path / "missing")})
+    assert code == exitcodes.TOOL_MISSING, output
+    assert variable in output
+
+
+def test_rejected_trace_exits_4(tmp_path: Path) -> None:
+    path = _trace(tmp_path)
+    lines = path.read_text().splitlines()
+    step = json.loads(lines[-1])
+    step["vars"]["tmUp"] = not step["vars"]["tmUp"]
+    lines[-1] = json.dumps(step)
+    path.write_text("\n".join(lines) + "\n")
+    code, output = invoke("validate", str(path))
+    assert code == exitcodes.TRACE_REJECTED, output
+    assert f"line {len(lines)}" in output
