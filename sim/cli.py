@@ -25,8 +25,8 @@ from protocols.errors import (
     ConfigError,
     InternalError,
     SpecError,
-    TLCError,
     TlasimError,
+    TLCError,
     ToolNotFound,
     TraceFormatError,
 )
@@ -35,6 +35,7 @@ from sim.campaign import VALIDATE_MODES, SeedOutcome, parse_seed_range, run_camp
 from sim.kernel import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
 from sim.options import SimOptions
 from sim.runner import run_seed
+from tracing.codec import TraceFormat
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -150,7 +151,7 @@ def run(
     seed: int,
     bug: str | None,
     trace_path: Path | None,
-    trace_format: str,
+    trace_format: TraceFormat,
     validate: bool,
     fault_mode: str,
     fault_overrides: tuple[str, ...],

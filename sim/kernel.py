@@ -21,8 +21,19 @@ import simpy
 
 from faults.options import FaultOptions
 from faults.swarm import swarm_faults
-from protocols.base import CancelTimer, Effect, Input, Persist, Receive, Recover, Send
-from protocols.base import SetTimer, Start, Timeout, Trace
+from protocols.base import (
+    CancelTimer,
+    Effect,
+    Input,
+    Persist,
+    Receive,
+    Recover,
+    Send,
+    SetTimer,
+    Start,
+    Timeout,
+    Trace,
+)
 from protocols.definition import ProtocolDefinition
 from protocols.errors import InternalError, InvariantViolation
 from sim.host import NodeHost

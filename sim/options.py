@@ -10,6 +10,7 @@ from typing import Any
 
 from faults.options import FaultOptions
 from protocols.errors import ConfigError
+from tracing.codec import TraceFormat
 
 
 def _positive_int(name: str, value: Any) -> None:
@@ -48,7 +49,7 @@ class SimOptions:
     network: NetworkOptions = field(default_factory=NetworkOptions)
     faults: FaultOptions | None = None
     liveness_bound_ticks: int = 600  # after healing, the protocol must finish within this
-    trace_format: str = "ndjson"  # "ndjson" or "msgpack"
+    trace_format: TraceFormat = "ndjson"
 
     def __post_init__(self) -> None:
         _positive_int("liveness_bound_ticks", self.liveness_bound_ticks)

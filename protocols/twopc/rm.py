@@ -22,8 +22,18 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-from protocols.base import CancelTimer, Effect, Input, Persist, Receive, Recover, Send
-from protocols.base import SetTimer, Start, Timeout
+from protocols.base import (
+    CancelTimer,
+    Effect,
+    Input,
+    Persist,
+    Receive,
+    Recover,
+    Send,
+    SetTimer,
+    Start,
+    Timeout,
+)
 from protocols.errors import ProtocolViolation
 from protocols.twopc import bugs
 from protocols.twopc.config import VOTE_YES, TwoPCConfig
@@ -82,9 +92,10 @@ class ResourceManager:
                 if self.state[plan.tx] is RMTx.WORKING and plan.begin_tick <= now:
                     self._choose_to_abort(out, plan.tx)
             self._arm_work_timers(out, now)
+            inquiry = self.config.options.inquiry_interval_ticks
             for tx, state in self.state.items():
                 if state is RMTx.PREPARED:
-                    out.add(SetTimer(_inquiry_timer(tx), self.config.options.inquiry_interval_ticks))
+                    out.add(SetTimer(_inquiry_timer(tx), inquiry))
         elif isinstance(event, Timeout):
             kind, _, tx = event.name.partition(":")
             self._on_timeout(out, kind, tx)

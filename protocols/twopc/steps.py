@@ -15,7 +15,7 @@ class StepList:
     state for that step and before it changes anything for the next one.
     """
 
-    __slots__ = ("effects", "_view")
+    __slots__ = ("_view", "effects")
 
     def __init__(self, view: Callable[[], Mapping[str, Any]]) -> None:
         self.effects: list[Effect] = []

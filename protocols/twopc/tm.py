@@ -23,8 +23,18 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-from protocols.base import CancelTimer, Effect, Input, Persist, Receive, Recover, Send
-from protocols.base import SetTimer, Start, Timeout
+from protocols.base import (
+    CancelTimer,
+    Effect,
+    Input,
+    Persist,
+    Receive,
+    Recover,
+    Send,
+    SetTimer,
+    Start,
+    Timeout,
+)
 from protocols.errors import ProtocolViolation
 from protocols.twopc import bugs
 from protocols.twopc.config import TwoPCConfig

@@ -16,8 +16,17 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from protocols.base import CancelTimer, Persist, Receive, Recover, Send, SetTimer, Start
-from protocols.base import Timeout, Trace
+from protocols.base import (
+    CancelTimer,
+    Persist,
+    Receive,
+    Recover,
+    Send,
+    SetTimer,
+    Start,
+    Timeout,
+    Trace,
+)
 from protocols.twopc.config import VOTE_NO, VOTE_YES, TwoPCConfig, TwoPCOptions, TxPlan
 from protocols.twopc.messages import Abort, Aborted, Commit, Prepare, Prepared
 from protocols.twopc.rm import ResourceManager
