@@ -48,7 +48,7 @@ def test_parse_result_reads_invariant_violation_counts_and_trace() -> None:
     out = (
         msg(EC.TLC_INVARIANT_VIOLATED_BEHAVIOR, 1, "Invariant Inv is violated.")
         + msg(EC.TLC_BEHAVIOR_UP_TO_THIS_POINT, 1, "The behavior up to this point is:")
-        + msg(EC.TLC_STATE_PRINT2, 4, "1: <Initial predicate>\n/\\ x = 0\n/\\ y = \"a\"\n")
+        + msg(EC.TLC_STATE_PRINT2, 4, '1: <Initial predicate>\n/\\ x = 0\n/\\ y = "a"\n')
         + msg(EC.TLC_STATE_PRINT2, 4, "2: <Inc line 6, col 8 of module Toy>\n/\\ x = 1\n")
         + msg(EC.TLC_STATS, 0, "1,234 states generated, 1,000 distinct states found, 0 left.")
     )
@@ -61,18 +61,36 @@ def test_parse_result_reads_invariant_violation_counts_and_trace() -> None:
     assert "Invariant Inv is violated." in result.error_text()
 
 
+_REFINEMENT_CONJUNCT = "line 4, col 18 to line 4, col 33 of module Abs"
+
+
 @pytest.mark.parametrize(
     ("code", "text", "outcome", "violated"),
     [
-        (EC.TLC_INVARIANT_VIOLATED_INITIAL, "Invariant TypeOK is violated by the initial state:", "invariant", "TypeOK"),
-        (EC.TLC_PROPERTY_VIOLATED_INITIAL, "Property Init1 is violated by the initial state:", "property", "Init1"),
-        (EC.TLC_ACTION_PROPERTY_VIOLATED_BEHAVIOR, "Action property line 4, col 18 to line 4, col 33 of module Abs is violated.", "property", "line 4, col 18 to line 4, col 33 of module Abs"),
+        (
+            EC.TLC_INVARIANT_VIOLATED_INITIAL,
+            "Invariant TypeOK is violated by the initial state:",
+            "invariant",
+            "TypeOK",
+        ),
+        (
+            EC.TLC_PROPERTY_VIOLATED_INITIAL,
+            "Property Init1 is violated by the initial state:",
+            "property",
+            "Init1",
+        ),
+        (
+            EC.TLC_ACTION_PROPERTY_VIOLATED_BEHAVIOR,
+            f"Action property {_REFINEMENT_CONJUNCT} is violated.",
+            "property",
+            _REFINEMENT_CONJUNCT,
+        ),
         (EC.TLC_TEMPORAL_PROPERTY_VIOLATED, "Temporal properties were violated.", "liveness", None),
         (EC.TLC_DEADLOCK_REACHED, "Deadlock reached.", "deadlock", None),
         (EC.GENERAL, "TLC threw an unexpected exception.", "error", None),
         (EC.TLC_SUCCESS, "Model checking completed. No error has been found.", "ok", None),
     ],
-)  # fmt: skip
+)
 def test_parse_result_classifies_by_message_code(
     code: int, text: str, outcome: str, violated: str | None
 ) -> None:

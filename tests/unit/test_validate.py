@@ -1,0 +1,380 @@
+"""tracing.validate on a toy spec: which traces it accepts, and where and why it
+rejects the others."""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protocols.errors import SpecError, ToolNotFound, TraceFormatError
+from tracing.codec import Trace, TraceStep
+from tracing.validate import validate_trace
+from tracing.values import FnMap, Record, freeze, to_json
+
+# A counter that logs who incremented it, and a name per owner that any
+# string may be claimed into: enough to exercise sets, sequences, records,
+# constants, parameters taken from the logged state, and strings.
+_COUNTER = r"""---------------- MODULE Counter ----------------
+EXTENDS Naturals, Sequences
+CONSTANTS Limit, Names
+VARIABLES count, log, owner
+Init == count = 0 /\ log = <<>> /\ owner = [n \in Names |-> ""]
+Inc(n) == count < Limit /\ count' = count + 1 /\ log' = Append(log, n) /\ UNCHANGED owner
+Claim(n, s) == owner' = [owner EXCEPT ![n] = s] /\ UNCHANGED <<count, log>>
+Reset == count > 0 /\ count' = 0 /\ UNCHANGED <<log, owner>>
+================================================
+"""
+
+_TEMPLATE = r"""---------------- MODULE CounterTrace ----------------
+EXTENDS Counter
+TraceActionNames == {"Init", "Inc", "Claim", "Reset"}
+TraceAction(e) ==
+    CASE e.action = "Inc" -> \E n \in Names : Inc(n)
+      [] e.action = "Claim" -> \E n \in Names : Claim(n, e.vars.owner[n])
+      [] e.action = "Reset" -> Reset
+      [] OTHER -> FALSE
+=====================================================
+"""
+
+NASTY = 'say "hi" \\ back\nslash ==== \\* not a comment (* nor this *) ---- MODULE X'
+# A name that is no identifier, so records keyed by it are written with `:>`,
+# and that holds what could end a module or open a comment.
+B = 'b "1" \\ ==== (*'
+CONSTANTS = {"Limit": 3, "Names": frozenset({"a", B})}
+
+
+@pytest.fixture(scope="module")
+def spec_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("specs")
+    (root / "toy").mkdir()
+    (root / "toy" / "Counter.tla").write_text(_COUNTER)
+    (root / "toy" / "CounterTrace.tla").write_text(_TEMPLATE)
+    return root
+
+
+def state(count: int, log: tuple[str, ...], a: str = "", b: str = "") -> dict[str, Any]:
+    return {"count": count, "log": log, "owner": {"a": a, B: b}}
+
+
+def steps(*lines: tuple[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    return list(lines)
+
+
+GOOD = steps(
+    ("Init", state(0, ())),
+    ("Inc", state(1, ("a",))),
+    ("Claim", state(1, ("a",), a=NASTY)),
+    ("Inc", state(2, ("a", B), a=NASTY)),
+    ("Reset", state(0, ("a", B), a=NASTY)),
+)
+
+
+def make_trace(lines: list[tuple[str, dict[str, Any]]], header: bool = True) -> Trace:
+    head = (
+        Record(
+            {
+                "spec": "Counter",
+                "constants": CONSTANTS,
+                "variables": {"count": "Nat", "log": "Seq(Names)", "owner": "[Names -> STRING]"},
+            }
+        )
+        if header
+        else None
+    )
+    built = tuple(
+        TraceStep(
+            line=i + 2,
+            seq=i,
+            ts=i,
+            node=None,
+            action=action,
+            params=Record(),
+            vars=freeze(values),
+        )
+        for i, (action, values) in enumerate(lines)
+    )
+    return Trace("toy.ndjson", head, built)
+
+
+def check(trace: Trace, spec_dir: Path, **kw: Any) -> Any:
+    return validate_trace(trace, spec_dirs=[spec_dir], **kw)
+
+
+def no_tlc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Make any TLC run fail loudly, to show a verdict needed none."""
+    monkeypatch.setenv("JAVA", str(tmp_path / "no-java-here"))
+
+
+def test_validate_accepts_a_valid_trace_read_from_a_file(spec_dir: Path, tmp_path: Path) -> None:
+    path = tmp_path / "good.ndjson"
+    header = {
+        "event": "tla_trace_header",
+        "schema": 1,
+        "spec": "Counter",
+        "constants": to_json(CONSTANTS),
+        "variables": {"count": "Nat", "log": "Seq(Names)", "owner": "[Names -> STRING]"},
+    }
+    rows = [json.dumps(header)] + [
+        json.dumps({"event": "tla_trace", "seq": i, "ts": i, "action": a, "vars": to_json(v)})
+        for i, (a, v) in enumerate(GOOD)
+    ]
+    path.write_text("\n".join(rows) + "\n")
+    verdict = validate_trace(path, spec_dirs=[spec_dir], workdir=tmp_path / "work")
+    assert verdict.accepted, verdict.report()
+    assert verdict.steps == len(GOOD)
+    assert verdict.divergence is None
+    assert verdict.tlc_seconds > 0
+    assert "ACCEPTED" in verdict.report()
+    assert verdict.summary() == "accepted by Counter (5 steps)"
+    # The generated module holds the nasty string only as an escaped literal.
+    data = (tmp_path / "work" / "TraceData.tla").read_text()
+    assert "\n==== \\* not" not in data
+    assert data.count("\n====") == 1
+
+
+def test_validate_accepts_a_prefix_since_a_prefix_is_a_behaviour(spec_dir: Path) -> None:
+    # Cut short before the Reset (and before a second Inc): still a behaviour.
+    assert check(make_trace(GOOD[:2]), spec_dir).accepted
+    assert check(make_trace(GOOD[:1]), spec_dir).accepted
+
+
+def test_validate_rejects_swapped_lines_at_the_first_unexplained_line(spec_dir: Path) -> None:
+    swapped = [GOOD[0], GOOD[2], GOOD[1], *GOOD[3:]]
+    verdict = check(make_trace(swapped), spec_dir)
+    assert not verdict.accepted
+    d = verdict.divergence
+    assert d is not None
+    # Line 2 of the file is the Init step; the Claim moved up to line 3
+    # changes only owner, but the logged count and log are those after Inc.
+    assert (d.step, d.line, d.action, d.reason) == (2, 3, "Claim", "step")
+    assert d.enabled is True
+    assert [(x.name, x.logged, x.allowed) for x in d.diffs] == [
+        ("count", 1, (0,)),
+        ("log", ("a",), ((),)),
+    ]
+    report = verdict.report()
+    assert "line 3 (step 2 of 5): action Claim" in report
+    assert "differs in 2 of 3 variables" in report
+
+
+def test_validate_rejects_a_changed_value_and_shows_what_was_allowed(spec_dir: Path) -> None:
+    bad = list(GOOD)
+    bad[3] = ("Inc", state(3, ("a", B), a=NASTY))
+    verdict = check(make_trace(bad), spec_dir)
+    d = verdict.divergence
+    assert d is not None
+    assert (d.step, d.line, d.action) == (4, 5, "Inc")
+    assert d.enabled is True
+    assert d.successors == 2  # Inc("a") and Inc(B)
+    assert [(x.name, x.logged, x.allowed[0]) for x in d.diffs] == [("count", 3, 2)]
+    assert verdict.summary().startswith("rejected by Counter at line 5 (step 4 of 5), action Inc:")
+    report = verdict.report()
+    assert "logged:  3" in report
+    assert "allowed: 2" in report
+    assert "2 states" in report
+
+
+def test_validate_rejects_an_action_renamed_to_another_known_action(spec_dir: Path) -> None:
+    bad = list(GOOD)
+    bad[1] = ("Reset", GOOD[1][1])
+    verdict = check(make_trace(bad), spec_dir)
+    d = verdict.divergence
+    assert d is not None
+    assert (d.step, d.line, d.action) == (2, 3, "Reset")
+    assert d.enabled is False
+    assert d.successors == 0
+    assert "Reset was not enabled in the state of line 2" in verdict.report()
+
+
+def test_validate_rejects_an_unknown_action_without_running_tlc(
+    spec_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    no_tlc(monkeypatch, tmp_path)
+    bad = list(GOOD)
+    bad[2] = ("Steal", GOOD[2][1])
+    verdict = check(make_trace(bad), spec_dir)
+    d = verdict.divergence
+    assert d is not None
+    assert (d.step, d.line, d.action, d.reason) == (3, 4, "Steal", "unknown_action")
+    assert d.known_actions == ("Init", "Inc", "Claim", "Reset")
+    assert verdict.tlc_seconds == 0
+    assert "known actions: Init, Inc, Claim, Reset" in verdict.report()
+
+
+@pytest.mark.parametrize(
+    ("vars_", "match"),
+    [
+        ({"count": 0, "log": ()}, "missing owner"),
+        ({**state(0, ()), "extra": 1}, "not variables of Counter: extra"),
+        ({**state(0, ()), "x\n====": 1}, "not TLA+ identifiers"),
+    ],
+)
+def test_validate_rejects_wrong_variables_without_running_tlc(
+    spec_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    vars_: dict[str, Any],
+    match: str,
+) -> None:
+    no_tlc(monkeypatch, tmp_path)
+    trace = make_trace([("Init", vars_)], header=False)
+    verdict = check(trace, spec_dir, spec="Counter", constants=CONSTANTS)
+    d = verdict.divergence
+    assert d is not None
+    assert d.reason == "variables"
+    assert d.line == 2
+    assert pytest.approx(0) == verdict.tlc_seconds
+    assert match in d.message
+
+
+def test_validate_rejects_a_first_line_that_is_not_init(
+    spec_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    no_tlc(monkeypatch, tmp_path)
+    d = check(make_trace(GOOD[1:]), spec_dir).divergence
+    assert d is not None
+    assert (d.line, d.reason) == (2, "first_action")
+
+
+def test_validate_rejects_a_first_line_that_violates_init(spec_dir: Path) -> None:
+    verdict = check(make_trace([("Init", state(1, ()))]), spec_dir)
+    d = verdict.divergence
+    assert d is not None
+    assert (d.step, d.line, d.reason) == (1, 2, "init")
+    assert d.successors == 1
+    assert [(x.name, x.logged, x.allowed) for x in d.diffs] == [("count", 1, (0,))]
+
+
+def test_validate_reports_an_evaluation_error_at_its_line(spec_dir: Path) -> None:
+    bad = list(GOOD)
+    # A string where the spec compares with a number: TLC cannot evaluate it.
+    bad[1] = ("Inc", {**state(1, ("a",)), "count": "one"})
+    verdict = check(make_trace(bad), spec_dir)
+    d = verdict.divergence
+    assert d is not None
+    assert (d.step, d.line, d.reason) == (2, 3, "eval_error")
+    assert d.tlc_error and "one" in d.tlc_error
+    assert [x.name for x in d.diffs] == ["count"]
+
+
+def test_validate_rejects_a_nasty_string_that_differs_without_tlc_errors(spec_dir: Path) -> None:
+    bad = list(GOOD)
+    bad[3] = ("Inc", state(2, ("a", B), a=NASTY + "\\"))
+    verdict = check(make_trace(bad), spec_dir)
+    d = verdict.divergence
+    assert d is not None
+    assert (d.step, d.reason) == (4, "step")
+    assert d.tlc_error is None
+    assert [x.name for x in d.diffs] == ["owner"]
+    assert '["a"]: logged' in verdict.report()
+
+
+def test_validate_unreadable_values_are_a_trace_format_error(spec_dir: Path) -> None:
+    bad = list(GOOD)
+    bad[1] = ("Inc", {**state(1, ("a",)), "count": "caf\u00e9"})
+    with pytest.raises(TraceFormatError, match="printable ASCII"):
+        check(make_trace(bad), spec_dir)
+
+
+def test_validate_constants_argument_overrides_the_header(spec_dir: Path) -> None:
+    trace = make_trace(GOOD[:2])
+    with pytest.raises(TraceFormatError, match="no value for Names"):
+        check(trace, spec_dir, constants={"Limit": 3})
+    verdict = check(trace, spec_dir, constants={**CONSTANTS, "Limit": 0})
+    d = verdict.divergence
+    assert d is not None
+    assert (d.step, d.enabled) == (2, False)
+
+
+def test_validate_missing_spec_or_template_is_a_spec_error(spec_dir: Path, tmp_path: Path) -> None:
+    trace = make_trace(GOOD[:1])
+    with pytest.raises(SpecError, match=r"Nope\.tla not found"):
+        check(trace, spec_dir, spec="Nope")
+    (tmp_path / "Counter.tla").write_text(_COUNTER)
+    with pytest.raises(SpecError, match=r"no trace template CounterTrace\.tla"):
+        check(trace, tmp_path)
+    with pytest.raises(TraceFormatError, match="not a TLA\\+ module name"):
+        check(trace, spec_dir, spec="../Counter")
+
+
+def test_validate_header_variables_must_be_the_specs(spec_dir: Path) -> None:
+    trace = make_trace(GOOD[:1])
+    assert trace.header is not None
+    header = Record({**trace.header, "variables": {"count": "Nat"}})
+    with pytest.raises(TraceFormatError, match="header declares variables"):
+        check(replace(trace, header=header), spec_dir)
+
+
+def test_validate_without_java_raises_tool_not_found(
+    spec_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    no_tlc(monkeypatch, tmp_path)
+    with pytest.raises(ToolNotFound, match="JAVA"):
+        check(make_trace(GOOD), spec_dir)
+
+
+# --- the real two-phase commit spec ------------------------------------------
+
+# The installed `specs` package, which validate_trace searches by default.
+_TWOPC_SPECS = Path(str(importlib.resources.files("specs")))
+
+
+def _twopc_lines() -> list[tuple[str, dict[str, Any]]]:
+    idle = {"r1": "working", "r2": "working"}
+    begin = Record({"kind": "begin", "tx": "t1"})
+    prepare = Record({"type": "Prepare", "tx": "t1", "rm": "r1"})
+    base = {
+        "tmState": {"t1": "init"},
+        "tmPrepared": {"t1": frozenset()},
+        "tmLog": frozenset(),
+        "tmUp": True,
+        "rmState": {"t1": idle},
+        "rmLog": {"r1": frozenset(), "r2": frozenset()},
+        "rmUp": {"r1": True, "r2": True},
+        "msgs": FnMap(),
+    }
+    begun = {**base, "tmState": {"t1": "preparing"}, "tmLog": frozenset({begin})}
+    sent = {**begun, "msgs": FnMap({prepare: 1})}
+    voted = {
+        **begun,
+        "rmState": {"t1": {**idle, "r1": "prepared"}},
+        "rmLog": {"r1": frozenset({Record({"kind": "prepared", "tx": "t1"})}), "r2": frozenset()},
+    }
+    return [("Init", base), ("TMBegin", begun), ("TMSendPrepare", sent), ("RMRcvPrepare", voted)]
+
+
+def _twopc_trace(lines: list[tuple[str, dict[str, Any]]]) -> Trace:
+    header = Record({"spec": "TwoPhaseCommitMsg", "constants": {"RM": {"r1", "r2"}, "Tx": {"t1"}}})
+    trace = make_trace(lines)
+    return replace(trace, path="twopc.ndjson", header=header)
+
+
+@pytest.fixture
+def twopc_specs() -> None:
+    if not (_TWOPC_SPECS / "twopc" / "TwoPhaseCommitMsgTrace.tla").is_file():
+        pytest.skip("specs/twopc/TwoPhaseCommitMsgTrace.tla is not written yet")
+
+
+@pytest.mark.usefixtures("twopc_specs")
+def test_validate_accepts_a_hand_written_twopc_trace() -> None:
+    verdict = validate_trace(_twopc_trace(_twopc_lines()))
+    assert verdict.accepted, verdict.report()
+    assert verdict.steps == 4
+
+
+@pytest.mark.usefixtures("twopc_specs")
+def test_validate_rejects_a_twopc_vote_that_skips_the_log() -> None:
+    lines = _twopc_lines()
+    action, voted = lines[-1]
+    lines[-1] = (action, {**voted, "rmLog": {"r1": frozenset(), "r2": frozenset()}})
+    verdict = validate_trace(_twopc_trace(lines))
+    d = verdict.divergence
+    assert d is not None
+    assert (d.step, d.action, d.enabled) == (4, "RMRcvPrepare", True)
+    assert [x.name for x in d.diffs] == ["rmLog"]
+    assert "logged lacks it" in verdict.report()
