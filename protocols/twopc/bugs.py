@@ -29,7 +29,7 @@ BUGS: dict[str, BugVariant] = {
     for bug in (
         BugVariant(
             COMMIT_BEFORE_DURABLE,
-            "durability, atomicity",
+            "agreement, atomicity",
             "the TM sends Commit before its commit record is synced; a TM crash in that "
             "window makes recovery presume abort while some RM already committed",
         ),
