@@ -1,7 +1,8 @@
 """Check a trace against its TLA+ spec with TLC: is it a behaviour of the spec?
 
 Theory of operation. The trace becomes a TLA+ module, `TraceData`, whose
-`TraceLog` holds one `[action |-> ..., vars |-> ...]` record per step line.
+`TraceLog` holds one `[action |-> ..., params |-> ..., vars |-> ...]` record
+per step line (`params` is the empty function when the line logged none).
 `TraceCheck` walks it with a line counter: its Init binds every spec variable
 to line 1's values and conjoins the spec's `Init`; its Next binds every primed
 variable to the next line's values and conjoins the template's
@@ -342,7 +343,9 @@ def _trace_data(trace: Trace, constants: Mapping[str, Any]) -> str:
     entries = []
     for step in trace.steps:
         try:
-            entries.append(to_tla(Record({"action": step.action, "vars": step.vars})))
+            entries.append(
+                to_tla(Record({"action": step.action, "params": step.params, "vars": step.vars}))
+            )
         except TraceFormatError as exc:
             raise TraceFormatError(f"{trace.path}:{step.line}: {exc}") from None
     body = ["TraceLog == <<", ",\n".join(entries), ">>", ""]

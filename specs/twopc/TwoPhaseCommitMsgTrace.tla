@@ -11,12 +11,13 @@
 (* generated module itself; TraceAction rejects an "Init" line anywhere    *)
 (* else.                                                                   *)
 (*                                                                         *)
-(* What this template leaves out, on purpose:                              *)
-(*  - a line's params are not read: each action's parameters are           *)
-(*    quantified over, which accepts any parameters that explain the       *)
-(*    logged step.  A line that logs the wrong transaction, RM or message  *)
-(*    but the right post-state is therefore accepted;                      *)
-(*  - ts, seq and node are not checked here.                               *)
+(* Parameters: a line's params (tx, rm, msg) must be the ones the step     *)
+(* uses, so a line that names the wrong transaction or RM is rejected even *)
+(* when its post-state is right.  A parameter the line leaves out is       *)
+(* quantified over, so traces from loggers that omit params still work.    *)
+(*                                                                         *)
+(* What this template leaves out, on purpose: ts, seq and node are not     *)
+(* checked here.                                                           *)
 (***************************************************************************)
 EXTENDS TwoPhaseCommitMsg, Naturals, Sequences, TLC
 
@@ -30,28 +31,34 @@ TraceActionNames ==
       "RMRcvCommit", "RMRcvAbort", "RMCrash", "RMRecover",
       "NetLose", "NetDuplicate" }
 
+(* A parameter the line logged must be the one the step uses.            *)
+P(e, key, value) == key \in DOMAIN e.params => e.params[key] = value
+
 (* The step that trace line e claims to be.  A message that can be lost or *)
 (* duplicated is one in flight before the step, hence DOMAIN msgs.         *)
 TraceAction(e) ==
-    CASE e.action = "TMBegin"         -> \E t \in Tx : TMBegin(t)
-      [] e.action = "TMSendPrepare"   -> \E t \in Tx, r \in RM : TMSendPrepare(t, r)
-      [] e.action = "TMRcvPrepared"   -> \E t \in Tx, r \in RM : TMRcvPrepared(t, r)
-      [] e.action = "TMRcvAborted"    -> \E t \in Tx, r \in RM : TMRcvAborted(t, r)
-      [] e.action = "TMCommit"        -> \E t \in Tx : TMCommit(t)
-      [] e.action = "TMAbort"         -> \E t \in Tx : TMAbort(t)
-      [] e.action = "TMSendCommit"    -> \E t \in Tx, r \in RM : TMSendCommit(t, r)
-      [] e.action = "TMSendAbort"     -> \E t \in Tx, r \in RM : TMSendAbort(t, r)
+    LET Tm(t)     == P(e, "tx", t)
+        TmRm(t, r) == P(e, "tx", t) /\ P(e, "rm", r)
+    IN
+    CASE e.action = "TMBegin"         -> \E t \in Tx : Tm(t) /\ TMBegin(t)
+      [] e.action = "TMSendPrepare"   -> \E t \in Tx, r \in RM : TmRm(t, r) /\ TMSendPrepare(t, r)
+      [] e.action = "TMRcvPrepared"   -> \E t \in Tx, r \in RM : TmRm(t, r) /\ TMRcvPrepared(t, r)
+      [] e.action = "TMRcvAborted"    -> \E t \in Tx, r \in RM : TmRm(t, r) /\ TMRcvAborted(t, r)
+      [] e.action = "TMCommit"        -> \E t \in Tx : Tm(t) /\ TMCommit(t)
+      [] e.action = "TMAbort"         -> \E t \in Tx : Tm(t) /\ TMAbort(t)
+      [] e.action = "TMSendCommit"    -> \E t \in Tx, r \in RM : TmRm(t, r) /\ TMSendCommit(t, r)
+      [] e.action = "TMSendAbort"     -> \E t \in Tx, r \in RM : TmRm(t, r) /\ TMSendAbort(t, r)
       [] e.action = "TMCrash"         -> TMCrash
       [] e.action = "TMRecover"       -> TMRecover
-      [] e.action = "RMRcvPrepare"    -> \E t \in Tx, r \in RM : RMRcvPrepare(t, r)
-      [] e.action = "RMSendPrepared"  -> \E t \in Tx, r \in RM : RMSendPrepared(t, r)
-      [] e.action = "RMSendAborted"   -> \E t \in Tx, r \in RM : RMSendAborted(t, r)
-      [] e.action = "RMChooseToAbort" -> \E t \in Tx, r \in RM : RMChooseToAbort(t, r)
-      [] e.action = "RMRcvCommit"     -> \E t \in Tx, r \in RM : RMRcvCommit(t, r)
-      [] e.action = "RMRcvAbort"      -> \E t \in Tx, r \in RM : RMRcvAbort(t, r)
-      [] e.action = "RMCrash"         -> \E r \in RM : RMCrash(r)
-      [] e.action = "RMRecover"       -> \E r \in RM : RMRecover(r)
-      [] e.action = "NetLose"         -> \E m \in DOMAIN msgs : NetLose(m)
-      [] e.action = "NetDuplicate"    -> \E m \in DOMAIN msgs : NetDuplicate(m)
+      [] e.action = "RMRcvPrepare"    -> \E t \in Tx, r \in RM : TmRm(t, r) /\ RMRcvPrepare(t, r)
+      [] e.action = "RMSendPrepared"  -> \E t \in Tx, r \in RM : TmRm(t, r) /\ RMSendPrepared(t, r)
+      [] e.action = "RMSendAborted"   -> \E t \in Tx, r \in RM : TmRm(t, r) /\ RMSendAborted(t, r)
+      [] e.action = "RMChooseToAbort" -> \E t \in Tx, r \in RM : TmRm(t, r) /\ RMChooseToAbort(t, r)
+      [] e.action = "RMRcvCommit"     -> \E t \in Tx, r \in RM : TmRm(t, r) /\ RMRcvCommit(t, r)
+      [] e.action = "RMRcvAbort"      -> \E t \in Tx, r \in RM : TmRm(t, r) /\ RMRcvAbort(t, r)
+      [] e.action = "RMCrash"         -> \E r \in RM : P(e, "rm", r) /\ RMCrash(r)
+      [] e.action = "RMRecover"       -> \E r \in RM : P(e, "rm", r) /\ RMRecover(r)
+      [] e.action = "NetLose"         -> \E m \in DOMAIN msgs : P(e, "msg", m) /\ NetLose(m)
+      [] e.action = "NetDuplicate"    -> \E m \in DOMAIN msgs : P(e, "msg", m) /\ NetDuplicate(m)
       [] OTHER                        -> FALSE
 =============================================================================

@@ -62,7 +62,7 @@ def test_trace_with_a_step_cut_out_is_rejected_after_the_gap(
 def test_trace_whose_last_line_is_cut_short_is_a_format_error(
     tmp_path: Path, lines: list[str]
 ) -> None:
-    cut = lines[:-1] + [lines[-1][: len(lines[-1]) // 2]]
+    cut = [*lines[:-1], lines[-1][:len(lines[-1]) // 2]]
     with pytest.raises(TraceFormatError, match=f":{len(lines)}:"):
         validate_trace(write(tmp_path, cut))
 
@@ -71,7 +71,7 @@ def test_trace_with_two_lines_swapped_is_rejected_at_the_first(
     tmp_path: Path, lines: list[str]
 ) -> None:
     i = first_index(lines, "TMCommit")
-    swapped = lines[:i] + [lines[i + 1], lines[i]] + lines[i + 2 :]
+    swapped = [*lines[:i], lines[i + 1], lines[i], *lines[i + 2:]]
     assert rejected_line(tmp_path, swapped) == i + 1
 
 
@@ -105,3 +105,21 @@ def test_entry_wrapped_lines_validate_like_plain_ones(tmp_path: Path, lines: lis
         for line in lines[1:]
     ]
     assert validate_trace(write(tmp_path, wrapped)).accepted
+
+
+def test_line_naming_the_wrong_rm_is_rejected_although_its_state_is_right(
+    tmp_path: Path, lines: list[str]
+) -> None:
+    i = first_index(lines, "TMSendPrepare")
+    wrong = step(lines[i])
+    wrong["params"]["rm"] = "r3" if wrong["params"]["rm"] != "r3" else "r1"
+    mutated = [*lines[:i], json.dumps(wrong), *lines[i + 1 :]]
+    assert rejected_line(tmp_path, mutated) == i + 1
+
+
+def test_lines_without_params_still_validate(tmp_path: Path, lines: list[str]) -> None:
+    bare = [lines[0]] + [
+        json.dumps({"ts": s["ts"], "action": s["action"], "vars": s["vars"]})
+        for s in map(step, lines[1:])
+    ]
+    assert validate_trace(write(tmp_path, bare)).accepted
