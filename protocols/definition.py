@@ -11,7 +11,7 @@ of these and registering it in `protocols/__init__.py`.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Protocol
 
 from protocols.base import Core
@@ -71,16 +71,15 @@ class ProtocolDefinition(Protocol):
         views: Mapping[str, Mapping[str, Any]],
         logs: Mapping[str, Sequence[Mapping[str, Any]]],
         up: Mapping[str, bool],
-        in_flight: Mapping[Any, int],
-        record: Callable[[Mapping[str, Any]], Hashable],
+        in_flight: Mapping[Hashable, int],
     ) -> dict[str, Any]:
         """The refinement mapping: every spec variable from the whole system's state.
 
         `views` holds each node's own spec variables (for a crashed node, what
-        it will recover to), `logs` each node's synced records, `in_flight`
-        each message in flight with its copy count. `record` turns a
-        str-keyed mapping into a hashable record, for values used as set
-        elements or function keys.
+        it will recover to), `logs` each node's synced records and `in_flight`
+        the spec record of each message in flight (see `message_record`) with
+        its copy count. Log and message records arrive as hashable, immutable
+        mappings, so they can be set elements and function keys as they are.
         """
         ...
 

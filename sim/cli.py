@@ -274,8 +274,8 @@ def check_specs(names: tuple[str, ...], manifest: Path | None) -> None:
 
 def _summary_table(protocol: str, bug: str | None, outcomes: list[SeedOutcome]) -> Table:
     table = Table(title=f"{protocol} campaign" + (f" (bug {bug})" if bug else ""))
-    for column in ("outcome", "seeds", "steps (mean)", "crashes", "lost", "duplicated",
-                   "traces accepted", "traces rejected"):
+    for column in ("outcome", "seeds", "mean steps", "crashes", "lost", "dup",
+                   "TLC ok", "TLC rejected"):
         table.add_column(column, justify="right" if column != "outcome" else "left")
     for outcome in (OUTCOME_OK, OUTCOME_SAFETY, OUTCOME_LIVENESS):
         group = [o for o in outcomes if o.outcome == outcome]

@@ -108,6 +108,7 @@ class Simulation:
             self.injector,
             self._schedule,
             protocol.encode_message,
+            lambda msg: Record(protocol.message_record(msg)),
         )
         self.hosts: dict[str, NodeHost] = {
             node_id: NodeHost(node_id, protocol.make_core(self.config, node_id))
@@ -189,10 +190,9 @@ class Simulation:
         return self.protocol.spec_vars(
             self.config,
             {h.node_id: h.view for h in hosts},
-            {h.node_id: h.disk.synced_view() for h in hosts},
+            {h.node_id: h.disk.synced() for h in hosts},
             {h.node_id: h.up for h in hosts},
             self.network.in_flight,
-            Record,
         )
 
     def _record(self, node: str | None, action: str, params: Mapping[str, Any]) -> None:
@@ -268,7 +268,7 @@ class Simulation:
         self._schedule(timer.delay, fire)
 
     def _msg_params(self, entry: InFlight) -> dict[str, Any]:
-        return {"msg": Record(self.protocol.message_record(entry.msg))}
+        return {"msg": entry.record}
 
     def _arrive(self, entry: InFlight) -> None:
         host = self.hosts[entry.dst]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ class InFlight:
     src: str
     dst: str
     payload: bytes
-    msg: Any  # the decoded message, used only as the bag key of the spec view
+    record: Hashable  # the message's spec record: its key in the spec's `msgs` bag
 
 
 class Network:
@@ -36,13 +36,16 @@ class Network:
         injector: FaultInjector,
         schedule: Callable[[int, Callable[[], None]], None],
         encode: Callable[[Any], Any],
+        spec_record: Callable[[Any], Hashable],
     ) -> None:
         self.options = options
         self.rng = rng
         self.injector = injector
         self._schedule = schedule
         self._encode = encode
-        self.in_flight: Counter[Any] = Counter()
+        self._spec_record = spec_record
+        # The spec's `msgs` bag, kept up to date as copies enter and leave.
+        self.in_flight: Counter[Hashable] = Counter()
         self.sent = 0
         self.delivered = 0
         self.lost = 0
@@ -61,11 +64,11 @@ class Network:
         in its own trace step, after the step that sent the original.
         """
         payload = msgpack.packb(self._encode(msg), use_bin_type=True)
-        entry = InFlight(src, dst, payload, msg)
+        entry = InFlight(src, dst, payload, self._spec_record(msg))
         self.sent += 1
         self._put(now, entry, arrive)
         if self.injector.duplicate_on_send(now):
-            return InFlight(src, dst, payload, msg)
+            return InFlight(src, dst, payload, entry.record)
         return None
 
     def add_copy(self, now: int, entry: InFlight, arrive: Callable[[InFlight], None]) -> None:
@@ -73,15 +76,15 @@ class Network:
         self._put(now, entry, arrive)
 
     def _put(self, now: int, entry: InFlight, arrive: Callable[[InFlight], None]) -> None:
-        self.in_flight[entry.msg] += 1
+        self.in_flight[entry.record] += 1
         self._schedule(self._latency(now), lambda: arrive(entry))
 
     def remove(self, entry: InFlight) -> None:
-        count = self.in_flight[entry.msg] - 1
+        count = self.in_flight[entry.record] - 1
         if count:
-            self.in_flight[entry.msg] = count
+            self.in_flight[entry.record] = count
         else:
-            del self.in_flight[entry.msg]
+            del self.in_flight[entry.record]
 
     @staticmethod
     def decode(entry: InFlight) -> Any:

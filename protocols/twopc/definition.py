@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -101,8 +101,7 @@ class TwoPhaseCommit:
         views: Mapping[str, Mapping[str, Any]],
         logs: Mapping[str, Sequence[Mapping[str, Any]]],
         up: Mapping[str, bool],
-        in_flight: Mapping[Any, int],
-        record: Callable[[Mapping[str, Any]], Hashable],
+        in_flight: Mapping[Hashable, int],
     ) -> dict[str, Any]:
         tm_view = views[TM_ID]
         rm_state = {
@@ -112,12 +111,12 @@ class TwoPhaseCommit:
         return {
             "tmState": tm_view["tmState"],
             "tmPrepared": tm_view["tmPrepared"],
-            "tmLog": frozenset(record(rec) for rec in logs[TM_ID]),
+            "tmLog": frozenset(logs[TM_ID]),
             "tmUp": up[TM_ID],
             "rmState": rm_state,
-            "rmLog": {rm: frozenset(record(rec) for rec in logs[rm]) for rm in config.rms},
+            "rmLog": {rm: frozenset(logs[rm]) for rm in config.rms},
             "rmUp": {rm: up[rm] for rm in config.rms},
-            "msgs": {record(to_wire(msg)): count for msg, count in in_flight.items()},
+            "msgs": dict(in_flight),
         }
 
     def make_oracle(self, config: TwoPCConfig) -> TwoPCOracle:
