@@ -1,0 +1,117 @@
+"""The simulation kernel's parts: disk, timers, network faults, crash points, RNG streams."""
+
+from __future__ import annotations
+
+import json
+from itertools import pairwise
+from typing import Any
+
+from faults.options import FaultOptions
+from protocols import get_protocol
+from sim.disk import Disk
+from sim.kernel import Simulation
+from sim.options import NetworkOptions, SimOptions
+from sim.rng import split
+from tracing.emitter import TraceEmitter
+from tracing.values import from_json
+
+TWOPC = get_protocol("twopc")
+
+
+def test_disk_loses_unsynced_records_on_crash_and_keeps_synced_ones() -> None:
+    disk = Disk()
+    disk.persist({"kind": "begin", "tx": "t1"}, sync=True)
+    disk.persist({"kind": "commit", "tx": "t1"}, sync=False)
+    assert disk.crash() == 1
+    assert [dict(r) for r in disk.synced()] == [{"kind": "begin", "tx": "t1"}]
+
+
+def test_disk_sync_makes_every_earlier_record_durable() -> None:
+    disk = Disk()
+    disk.persist({"kind": "begin", "tx": "t1"}, sync=False)
+    disk.persist({"kind": "begin", "tx": "t2"}, sync=True)
+    assert disk.crash() == 0
+    assert len(disk.synced()) == 2
+
+
+def run_steps(seed: int, faults: FaultOptions, **protocol: int) -> list[dict[str, Any]]:
+    emitter = TraceEmitter.in_memory()
+    sim = Simulation(
+        TWOPC,
+        seed,
+        protocol_options=TWOPC.make_options(protocol),
+        options=SimOptions(faults=faults),
+        emitter=emitter,
+    )
+    sim.run()
+    return [json.loads(line) for line in emitter.getvalue().decode().splitlines()]
+
+
+def test_crash_point_between_two_effects_leaves_log_and_messages_consistent() -> None:
+    # Every step is followed by a crash: the TM crashes right after TMBegin,
+    # so its begin record is durable and no Prepare ever left.
+    steps = run_steps(
+        1,
+        FaultOptions(crash_probability=1.0, fault_phase_ticks=1000),
+        rm_count=2,
+        tx_count=1,
+    )
+    actions = [s["action"] for s in steps]
+    begin = actions.index("TMBegin")
+    assert actions[begin + 1] == "TMCrash"
+    after_crash = from_json(steps[begin + 1]["vars"])
+    assert after_crash["tmLog"] == frozenset({from_json({"kind": "begin", "tx": "t1"})})
+    assert not after_crash["msgs"]
+    assert after_crash["tmState"]["t1"] == "aborted"  # presumed abort, shown at the crash
+
+
+def test_network_delivers_out_of_send_order() -> None:
+    steps = run_steps(3, FaultOptions(), rm_count=3, tx_count=3)
+    sent = [s["params"]["rm"] for s in steps if s["action"] == "TMSendPrepare"]
+    received = [s["params"]["rm"] for s in steps if s["action"] == "RMRcvPrepare"]
+    assert sorted(sent) == sorted(received)
+    assert sent != received  # latency is drawn per message: no FIFO
+
+
+def test_duplicate_and_loss_faults_are_their_own_steps() -> None:
+    steps = run_steps(
+        2,
+        FaultOptions(duplicate_probability=0.5, loss_probability=0.3, fault_phase_ticks=1000),
+    )
+    actions = {s["action"] for s in steps}
+    assert {"NetDuplicate", "NetLose"} <= actions
+    for before, after in pairwise(steps):
+        if after["action"] == "NetDuplicate":
+            msg = from_json(after["params"]["msg"])
+            assert from_json(after["vars"]["msgs"])[msg] == from_json(
+                before["vars"]["msgs"]
+            )[msg] + 1
+
+
+def test_faults_stop_after_the_fault_phase() -> None:
+    steps = run_steps(
+        4, FaultOptions(crash_probability=0.05, loss_probability=0.3, fault_phase_ticks=100)
+    )
+    late = [s for s in steps if s["ts"] >= 100]
+    assert late
+    assert not {"NetLose", "NetDuplicate", "TMCrash", "RMCrash"} & {s["action"] for s in late}
+
+
+def test_each_part_draws_from_its_own_stream() -> None:
+    # A change in fault options must not shift the workload or the network.
+    quiet = Simulation(TWOPC, 9, options=SimOptions(faults=FaultOptions()))
+    stormy = Simulation(
+        TWOPC, 9, options=SimOptions(faults=FaultOptions(loss_probability=0.9))
+    )
+    assert quiet.config == stormy.config
+    a, b = split(9), split(9)
+    assert a.network.random() == b.network.random()
+    assert split(9).workload.random() != split(9).network.random()
+
+
+def test_latency_stays_within_its_range_without_delay_faults() -> None:
+    steps = run_steps(5, FaultOptions(), tx_count=1)
+    send = next(s for s in steps if s["action"] == "TMSendPrepare")
+    rcv = next(s for s in steps if s["action"] == "RMRcvPrepare")
+    options = NetworkOptions()
+    assert options.latency_ticks_min <= rcv["ts"] - send["ts"] <= options.latency_ticks_max
