@@ -1,0 +1,316 @@
+"""Fault plans: what goes wrong in a run, as plain, serializable data.
+
+A plan lists timed crashes, windows of message loss, duplication and delay
+on chosen links, and partitions (one-way or both ways). `sim/` carries a
+plan out; this module never imports `sim/`. A plan plus a seed fixes a run:
+the random choices a probabilistic window makes come from its own `seed`, so
+removing one fault while shrinking does not change the draws of another.
+
+After `heal_tick` nothing goes wrong: every crashed node restarts, every
+window and partition has ended, and the protocol must finish its work within
+the liveness bound. The atlas rules in `check_recoverable` keep every plan
+recoverable in that sense.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import MISSING, dataclass, fields, replace
+from typing import Any, Literal, TypeAlias
+
+from protocols.errors import ConfigError
+
+WindowKind: TypeAlias = Literal["loss", "duplicate", "delay"]
+WINDOW_KINDS: tuple[WindowKind, ...] = ("loss", "duplicate", "delay")
+Link: TypeAlias = tuple[str, str]  # (source node, destination node)
+
+SCHEMA = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Crash:
+    """Crash `node` after its `after_steps`-th atomic step at or after `tick`.
+
+    Striking after a step, not at an idle moment, is what lets a plan crash
+    a node between two effects of one handler: `after_steps=3` at the tick a
+    handler runs crashes the node after that handler's third step. The node
+    restarts `restart_ticks` after it crashed. A node that takes no step
+    after `tick` never crashes; one that is down at `tick` is left alone.
+    """
+
+    node: str
+    tick: int
+    restart_ticks: int
+    after_steps: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Between `start` (inclusive) and `end` (exclusive), hit messages on `links`.
+
+    `loss` drops a message delivered in the window; `duplicate` adds a second
+    copy to a message sent in the window; `delay` adds up to
+    `delay_ticks_max` ticks to a message sent in the window. Each matching
+    message is hit with `probability`, drawn from a stream seeded by `seed`.
+    `links=None` means every link.
+    """
+
+    kind: WindowKind
+    start: int
+    end: int
+    probability: float
+    links: tuple[Link, ...] | None = None
+    delay_ticks_max: int = 0
+    seed: int = 0
+
+    def covers(self, src: str, dst: str) -> bool:
+        return self.links is None or (src, dst) in self.links
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    """Between `start` and `end`, drop every message from `src` nodes to `dst` nodes.
+
+    With `both_ways`, messages from `dst` to `src` are dropped too. A message
+    is dropped when it is delivered inside the partition.
+    """
+
+    start: int
+    end: int
+    src: tuple[str, ...]
+    dst: tuple[str, ...]
+    both_ways: bool = True
+
+    def cuts(self, src: str, dst: str) -> bool:
+        if src in self.src and dst in self.dst:
+            return True
+        return self.both_ways and src in self.dst and dst in self.src
+
+
+@dataclass(frozen=True, slots=True)
+class FaultPlan:
+    crashes: tuple[Crash, ...] = ()
+    windows: tuple[Window, ...] = ()
+    partitions: tuple[Partition, ...] = ()
+    heal_tick: int = 0  # nothing goes wrong from this tick on
+
+    @property
+    def size(self) -> int:
+        """How many faults the plan holds; shrinking makes this smaller."""
+        return len(self.crashes) + len(self.windows) + len(self.partitions)
+
+    def faults(self) -> list[Crash | Window | Partition]:
+        return [*self.crashes, *self.windows, *self.partitions]
+
+    def with_faults(self, faults: Iterable[Crash | Window | Partition]) -> FaultPlan:
+        """The same plan holding only `faults` (used by shrinking)."""
+        items = list(faults)
+        return replace(
+            self,
+            crashes=tuple(f for f in items if isinstance(f, Crash)),
+            windows=tuple(f for f in items if isinstance(f, Window)),
+            partitions=tuple(f for f in items if isinstance(f, Partition)),
+        )
+
+    def describe(self) -> str:
+        """One line per fault, for reports."""
+        lines = [f"heal at tick {self.heal_tick}"]
+        for c in self.crashes:
+            lines.append(f"crash {c.node} after its step #{c.after_steps} at tick >= {c.tick}, "
+                         f"restart {c.restart_ticks} ticks later")
+        for w in self.windows:
+            where = "all links" if w.links is None else ", ".join(f"{a}->{b}" for a, b in w.links)
+            extra = f" up to {w.delay_ticks_max} ticks" if w.kind == "delay" else ""
+            lines.append(f"{w.kind}{extra} p={w.probability:g} in [{w.start}, {w.end}) on {where}")
+        for p in self.partitions:
+            arrow = "<->" if p.both_ways else "->"
+            lines.append(f"partition {','.join(p.src)} {arrow} {','.join(p.dst)} "
+                         f"in [{p.start}, {p.end})")
+        return "\n".join(lines)
+
+    # ---- plain data ----
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "heal_tick": self.heal_tick,
+            "crashes": [
+                {"node": c.node, "tick": c.tick, "restart_ticks": c.restart_ticks,
+                 "after_steps": c.after_steps}
+                for c in self.crashes
+            ],
+            "windows": [_window_dict(w) for w in self.windows],
+            "partitions": [
+                {"start": p.start, "end": p.end, "src": list(p.src), "dst": list(p.dst),
+                 "both_ways": p.both_ways}
+                for p in self.partitions
+            ],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "fault plan") -> FaultPlan:
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{where}: expected a JSON object, got {type(data).__name__}")
+        if data.get("schema", SCHEMA) != SCHEMA:
+            raise ConfigError(f"{where}: schema {data.get('schema')!r} is not {SCHEMA}")
+        unknown = sorted(set(data) - {"schema", "heal_tick", "crashes", "windows", "partitions"})
+        if unknown:
+            raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}")
+        plan = cls(
+            crashes=tuple(
+                _build(Crash, item, f"{where}: crashes[{i}]")
+                for i, item in enumerate(_list(data, "crashes", where))
+            ),
+            windows=tuple(
+                _build(Window, item, f"{where}: windows[{i}]")
+                for i, item in enumerate(_list(data, "windows", where))
+            ),
+            partitions=tuple(
+                _build(Partition, item, f"{where}: partitions[{i}]")
+                for i, item in enumerate(_list(data, "partitions", where))
+            ),
+            heal_tick=_int(data.get("heal_tick", 0), f"{where}: heal_tick"),
+        )
+        plan.check_wellformed(where)
+        return plan
+
+    @classmethod
+    def from_json(cls, text: str, where: str = "fault plan") -> FaultPlan:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{where}: not JSON: {exc}") from None
+        return cls.from_dict(data, where)
+
+    # ---- validation ----
+
+    def check_wellformed(self, where: str = "fault plan") -> None:
+        """Each field in range, every fault over by `heal_tick`."""
+        if self.heal_tick < 0:
+            raise ConfigError(f"{where}: heal_tick={self.heal_tick} must be >= 0")
+        for c in self.crashes:
+            if c.tick < 0 or c.restart_ticks < 1 or c.after_steps < 1:
+                raise ConfigError(
+                    f"{where}: {c}: needs tick >= 0, restart_ticks >= 1 and after_steps >= 1"
+                )
+            if c.tick >= self.heal_tick:
+                raise ConfigError(f"{where}: {c} is at or after heal_tick={self.heal_tick}")
+        for w in self.windows:
+            if w.kind not in WINDOW_KINDS:
+                raise ConfigError(f"{where}: window kind {w.kind!r}: expected one of "
+                                  f"{', '.join(WINDOW_KINDS)}")
+            if not 0.0 <= w.probability <= 1.0:
+                raise ConfigError(f"{where}: {w}: probability must be in [0, 1]")
+            if w.kind == "delay" and w.delay_ticks_max < 1:
+                raise ConfigError(f"{where}: {w}: a delay window needs delay_ticks_max >= 1")
+            _span(w.start, w.end, self.heal_tick, f"{where}: {w}")
+        for p in self.partitions:
+            if not p.src or not p.dst or set(p.src) & set(p.dst):
+                raise ConfigError(f"{where}: {p}: src and dst must be non-empty and disjoint")
+            _span(p.start, p.end, self.heal_tick, f"{where}: {p}")
+
+    def check_recoverable(self, nodes: Sequence[str], where: str = "fault plan") -> None:
+        """The atlas: every fault names a real node and the system can heal."""
+        known = set(nodes)
+        named = [c.node for c in self.crashes]
+        for w in self.windows:
+            for a, b in w.links or ():
+                named += [a, b]
+        for p in self.partitions:
+            named += [*p.src, *p.dst]
+        unknown = sorted(set(named) - known)
+        if unknown:
+            raise ConfigError(
+                f"{where}: unknown node(s) {', '.join(unknown)}; this run has {', '.join(nodes)}"
+            )
+
+
+def _window_dict(w: Window) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "kind": w.kind, "start": w.start, "end": w.end, "probability": w.probability,
+        "links": None if w.links is None else [list(link) for link in w.links],
+        "seed": w.seed,
+    }
+    if w.kind == "delay":
+        data["delay_ticks_max"] = w.delay_ticks_max
+    return data
+
+
+def _span(start: int, end: int, heal: int, where: str) -> None:
+    if not 0 <= start < end <= heal:
+        raise ConfigError(f"{where}: needs 0 <= start < end <= heal_tick={heal}")
+
+
+def _list(data: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}: {key} must be a list")
+    return value
+
+
+def _int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{where}: expected an integer, got {value!r}")
+    return value
+
+
+_FIELD_TYPES: dict[str, str] = {
+    "node": "str", "tick": "int", "restart_ticks": "int", "after_steps": "int",
+    "kind": "str", "start": "int", "end": "int", "probability": "float",
+    "delay_ticks_max": "int", "seed": "int",
+    "both_ways": "bool", "links": "links", "src": "nodes", "dst": "nodes",
+}
+
+
+def _build(cls: type[Any], item: Any, where: str) -> Any:
+    if not isinstance(item, Mapping):
+        raise ConfigError(f"{where}: expected a JSON object")
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(item) - names)
+    if unknown:
+        raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}")
+    kwargs: dict[str, Any] = {}
+    for name, value in item.items():
+        kind = _FIELD_TYPES[name]
+        if kind == "int":
+            kwargs[name] = _int(value, f"{where}.{name}")
+        elif kind == "float":
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigError(f"{where}.{name}: expected a number, got {value!r}")
+            kwargs[name] = float(value)
+        elif kind == "bool":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}.{name}: expected true or false, got {value!r}")
+            kwargs[name] = value
+        elif kind == "str":
+            if not isinstance(value, str):
+                raise ConfigError(f"{where}.{name}: expected a string, got {value!r}")
+            kwargs[name] = value
+        elif kind == "nodes":
+            if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
+                raise ConfigError(f"{where}.{name}: expected a list of node names")
+            kwargs[name] = tuple(value)
+        else:  # links
+            if value is None:
+                kwargs[name] = None
+                continue
+            if not isinstance(value, list) or not all(
+                isinstance(link, list) and len(link) == 2 and all(isinstance(n, str) for n in link)
+                for link in value
+            ):
+                raise ConfigError(f"{where}.{name}: expected null or a list of [src, dst] pairs")
+            kwargs[name] = tuple((a, b) for a, b in value)
+    missing = [
+        f.name for f in fields(cls)
+        if f.name not in kwargs and f.default is MISSING and f.default_factory is MISSING
+    ]
+    if missing:
+        raise ConfigError(f"{where}: missing field(s) {', '.join(missing)}")
+    return cls(**kwargs)
+
+
+NO_FAULTS_PLAN = FaultPlan()
