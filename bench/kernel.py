@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import simpy
 
-from faults.options import NO_FAULTS
+from faults.plan import NO_FAULTS_PLAN
 from sim.options import SimOptions
 from sim.runner import run_seed
 
@@ -57,7 +57,7 @@ def raw_simpy_ping_pong(messages: int, seed: int = 1) -> Throughput:
 
 
 def tlasim_twopc(seeds: int, *, tracing: bool) -> Throughput:
-    options = SimOptions(faults=NO_FAULTS)
+    options = SimOptions(faults=NO_FAULTS_PLAN)
     delivered = 0
     start = time.perf_counter()
     for seed in range(seeds):

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from faults.options import NO_FAULTS, FaultOptions
+from faults.plan import NO_FAULTS_PLAN, FaultPlan
 from protocols import PROTOCOLS, get_protocol
 from protocols.errors import (
     ConfigError,
@@ -90,18 +90,15 @@ def _parse_assignments(pairs: Sequence[str], what: str) -> dict[str, Any]:
     return values
 
 
-def _fault_options(mode: str, overrides: Sequence[str]) -> FaultOptions | None:
-    assignments = _parse_assignments(overrides, "--fault")
-    if mode == "swarm" and not assignments:
-        return None
-    base = NO_FAULTS.as_dict()
-    unknown = sorted(set(assignments) - set(base))
-    if unknown:
-        raise ConfigError(
-            f"unknown fault option(s) {', '.join(unknown)}; known: {', '.join(base)}"
-        )
-    base.update(assignments)
-    return FaultOptions(**base)
+def _fault_plan(mode: str, plan_path: Path | None) -> FaultPlan | None:
+    """None means swarm: the seed draws the plan."""
+    if plan_path is not None:
+        try:
+            text = plan_path.read_text()
+        except OSError as exc:
+            raise ConfigError(f"--plan {plan_path}: cannot read it: {exc.strerror}") from None
+        return FaultPlan.from_json(text, where=str(plan_path))
+    return None if mode == "swarm" else NO_FAULTS_PLAN
 
 
 def _print_options(options: dict[str, Any]) -> None:
@@ -109,6 +106,10 @@ def _print_options(options: dict[str, Any]) -> None:
     out.print(f"seed={options['seed']}", markup=False)
     for key, value in options.items():
         if key == "seed":
+            continue
+        if key == "faults":
+            for line in FaultPlan.from_dict(value).describe().splitlines():
+                out.print(f"fault: {line}", markup=False)
             continue
         if isinstance(value, dict):
             for sub, subvalue in value.items():
@@ -138,9 +139,9 @@ protocol_argument = click.argument("protocol", type=click.Choice(sorted(PROTOCOL
 @click.option("--trace-format", type=click.Choice(["ndjson", "msgpack"]), default="ndjson")
 @click.option("--validate", is_flag=True, help="Check the trace with TLC after the run.")
 @click.option("--faults", "fault_mode", type=click.Choice(["swarm", "none"]), default="swarm",
-              help="swarm: the seed draws the faults (default); none: a fault-free run.")
-@click.option("--fault", "fault_overrides", multiple=True, metavar="KEY=VALUE",
-              help="Set a fault option explicitly (turns swarm off), e.g. crash_probability=0.01.")
+              help="swarm: the seed draws a fault plan (default); none: a fault-free run.")
+@click.option("--plan", "plan_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Run this fault plan (JSON) instead of the seed's swarm plan.")
 @click.option("--set", "protocol_overrides", multiple=True, metavar="KEY=VALUE",
               help="Set a protocol option, e.g. rm_count=4.")
 @click.option("--liveness-bound", "liveness_bound", type=int, default=600, show_default=True,
@@ -154,7 +155,7 @@ def run(
     trace_format: TraceFormat,
     validate: bool,
     fault_mode: str,
-    fault_overrides: tuple[str, ...],
+    plan_path: Path | None,
     protocol_overrides: tuple[str, ...],
     liveness_bound: int,
 ) -> None:
@@ -165,7 +166,7 @@ def run(
             f"unknown {protocol} bug {bug!r}; known: {', '.join(definition.bugs)}"
         )
     options = SimOptions(
-        faults=_fault_options(fault_mode, fault_overrides),
+        faults=_fault_plan(fault_mode, plan_path),
         trace_format=trace_format,
         liveness_bound_ticks=liveness_bound,
     )
@@ -211,7 +212,18 @@ def run(
             code = exitcodes.TRACE_REJECTED
     if scratch is not None:
         scratch.cleanup()
-    out.print(f"reproduce: {shlex.join(['tlasim', *sys.argv[1:]])}", markup=False)
+    command = ["tlasim", "run", protocol, "--seed", str(seed)]
+    if bug:
+        command += ["--bug", bug]
+    if plan_path is not None:
+        command += ["--plan", str(plan_path)]
+    elif fault_mode != "swarm":
+        command += ["--faults", fault_mode]
+    for assignment in protocol_overrides:
+        command += ["--set", assignment]
+    if liveness_bound != SimOptions().liveness_bound_ticks:
+        command += ["--liveness-bound", str(liveness_bound)]
+    out.print(f"reproduce: {shlex.join(command)}", markup=False)
     if code != exitcodes.OK:
         sys.exit(code)
 

@@ -1,45 +1,79 @@
-"""Carries out FaultOptions with the fault stream: the one place faults are drawn.
+"""Carries out a FaultPlan: the one place the simulator decides a fault.
 
 The network and the node hosts ask the injector at their hook points; they
-never decide a fault themselves. Every decision is drawn only while the
-fault phase lasts, so after it the run is fault-free and deterministic given
-the state.
+never decide a fault themselves. Each probabilistic window draws from its own
+stream, seeded by the window's `seed`, so a plan and a seed fix every
+decision, and removing one fault (while shrinking) leaves the others' draws
+alone. After the plan's `heal_tick` nothing goes wrong.
 """
 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
-from faults.options import FaultOptions
+from faults.plan import Crash, FaultPlan, Window
+
+
+@dataclass(slots=True)
+class ArmedCrash:
+    crash: Crash
+    steps_left: int
 
 
 class FaultInjector:
-    __slots__ = ("options", "rng")
+    __slots__ = ("_streams", "armed", "plan")
 
-    def __init__(self, options: FaultOptions, rng: random.Random) -> None:
-        self.options = options
-        self.rng = rng
+    def __init__(self, plan: FaultPlan) -> None:
+        self.plan = plan
+        self._streams = [random.Random(w.seed) for w in plan.windows]
+        # node -> crashes that strike after that node's next steps
+        self.armed: dict[str, list[ArmedCrash]] = {}
 
-    def active(self, now: int) -> bool:
-        return now < self.options.fault_phase_ticks
+    def arm(self, crash: Crash) -> None:
+        self.armed.setdefault(crash.node, []).append(ArmedCrash(crash, crash.after_steps))
 
-    def crash_after_step(self, now: int) -> bool:
-        p = self.options.crash_probability
-        return p > 0 and self.active(now) and self.rng.random() < p
+    def crash_after_step(self, node: str) -> Crash | None:
+        """Count one step of `node`; return the crash that strikes now, if any."""
+        armed = self.armed.get(node)
+        if not armed:
+            return None
+        for entry in armed:
+            entry.steps_left -= 1
+        for entry in armed:
+            if entry.steps_left <= 0:
+                # A node crashes once; crashes armed against this life are spent.
+                del self.armed[node]
+                return entry.crash
+        return None
 
-    def restart_delay(self) -> int:
-        return self.rng.randint(self.options.restart_ticks_min, self.options.restart_ticks_max)
+    def disarm(self, node: str) -> None:
+        """A crashed node loses the crashes armed against it."""
+        self.armed.pop(node, None)
 
-    def duplicate_on_send(self, now: int) -> bool:
-        p = self.options.duplicate_probability
-        return p > 0 and self.active(now) and self.rng.random() < p
+    def _hits(self, kind: str, now: int, src: str, dst: str) -> list[tuple[Window, random.Random]]:
+        hits = []
+        for window, stream in zip(self.plan.windows, self._streams, strict=True):
+            if (
+                window.kind == kind
+                and window.start <= now < window.end
+                and window.covers(src, dst)
+                and stream.random() < window.probability
+            ):
+                hits.append((window, stream))
+        return hits
 
-    def extra_delay_on_send(self, now: int) -> int:
-        p = self.options.delay_probability
-        if p > 0 and self.active(now) and self.rng.random() < p:
-            return self.rng.randint(1, self.options.delay_ticks_max)
-        return 0
+    def duplicate_on_send(self, now: int, src: str, dst: str) -> bool:
+        return bool(self._hits("duplicate", now, src, dst))
 
-    def lose_on_delivery(self, now: int) -> bool:
-        p = self.options.loss_probability
-        return p > 0 and self.active(now) and self.rng.random() < p
+    def extra_delay_on_send(self, now: int, src: str, dst: str) -> int:
+        extra = 0
+        for window, stream in self._hits("delay", now, src, dst):
+            extra = max(extra, stream.randint(1, window.delay_ticks_max))
+        return extra
+
+    def lose_on_delivery(self, now: int, src: str, dst: str) -> bool:
+        for partition in self.plan.partitions:
+            if partition.start <= now < partition.end and partition.cuts(src, dst):
+                return True
+        return bool(self._hits("loss", now, src, dst))

@@ -12,6 +12,7 @@ reliable, and the protocol has `liveness_bound_ticks` to finish.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,8 +20,8 @@ from typing import Any
 
 import simpy
 
-from faults.options import FaultOptions
-from faults.swarm import swarm_faults
+from faults.plan import Crash, FaultPlan
+from faults.swarm import swarm_plan
 from protocols.base import (
     CancelTimer,
     Effect,
@@ -71,7 +72,7 @@ class RunResult:
     outcome: str
     failure: str | None
     failing_step: int | None  # seq of the step after which the oracle failed
-    faults: FaultOptions
+    plan: FaultPlan
     stats: RunStats = field(default_factory=RunStats)
 
     @property
@@ -98,10 +99,17 @@ class Simulation:
         )
         self.bug = bug
         streams = split(seed)
-        self.faults = self.options.faults or swarm_faults(streams.faults)
         self.config = protocol.configure(self.protocol_options, bug, streams.workload)
+        node_ids = protocol.node_ids(self.config)
+        if self.options.faults is None:
+            self.plan = swarm_plan(
+                streams.faults, node_ids, horizon_ticks=self.options.swarm_horizon_ticks
+            )
+        else:
+            self.plan = self.options.faults
+        self.plan.check_recoverable(node_ids)
         self.env = simpy.Environment()
-        self.injector = FaultInjector(self.faults, streams.faults)
+        self.injector = FaultInjector(self.plan)
         self.network = Network(
             self.options.network,
             streams.network,
@@ -112,7 +120,7 @@ class Simulation:
         )
         self.hosts: dict[str, NodeHost] = {
             node_id: NodeHost(node_id, protocol.make_core(self.config, node_id))
-            for node_id in protocol.node_ids(self.config)
+            for node_id in node_ids
         }
         self.oracle = protocol.make_oracle(self.config)
         self.emitter = emitter
@@ -132,7 +140,8 @@ class Simulation:
 
     def deadline(self) -> int:
         """The tick by which, after healing, the protocol must have finished."""
-        healed = self.faults.fault_phase_ticks + self.faults.restart_ticks_max
+        restart = max((c.restart_ticks for c in self.plan.crashes), default=0)
+        healed = self.plan.heal_tick + restart
         return max(healed, self.protocol.settle_tick(self.config)) + (
             self.options.liveness_bound_ticks
         )
@@ -147,8 +156,8 @@ class Simulation:
             "bug": self.bug,
             "protocol_options": self.protocol_options.as_dict(),
             "network": self.options.network.as_dict(),
-            "faults": self.faults.as_dict(),
-            "faults_mode": "explicit" if self.options.faults else "swarm",
+            "faults_mode": "swarm" if self.options.faults is None else "plan",
+            "faults": self.plan.to_dict(),
             "liveness_bound_ticks": self.options.liveness_bound_ticks,
         }
 
@@ -160,11 +169,13 @@ class Simulation:
             outcome=OUTCOME_OK,
             failure=None,
             failing_step=None,
-            faults=self.faults,
+            plan=self.plan,
             stats=self.stats,
         )
         try:
             self._record(None, "Init", {})
+            for crash in self.plan.crashes:
+                self._schedule(crash.tick, functools.partial(self._arm, crash))
             for host in self.hosts.values():
                 self._dispatch(host, Start())
             self.env.run(until=self.deadline())
@@ -225,8 +236,9 @@ class Simulation:
             for copy in duplicates:
                 self.network.add_copy(self.now, copy, self._arrive)
                 self._record(NET_NODE, self.protocol.net_duplicate_action, self._msg_params(copy))
-            if self.injector.crash_after_step(self.now):
-                self._crash(host)
+            crash = self.injector.crash_after_step(host.node_id)
+            if crash is not None:
+                self._crash(host, crash)
                 return
         if any(isinstance(e, Send | Persist) for e in pending):
             raise InternalError(
@@ -273,7 +285,7 @@ class Simulation:
     def _arrive(self, entry: InFlight) -> None:
         host = self.hosts[entry.dst]
         self.network.remove(entry)
-        if not host.up or self.injector.lose_on_delivery(self.now):
+        if not host.up or self.injector.lose_on_delivery(self.now, entry.src, entry.dst):
             self.network.lost += 1
             self._record(NET_NODE, self.protocol.net_lose_action, self._msg_params(entry))
             return
@@ -281,7 +293,12 @@ class Simulation:
         msg = self.protocol.decode_message(Network.decode(entry))
         self._dispatch(host, Receive(entry.src, msg))
 
-    def _crash(self, host: NodeHost) -> None:
+    def _arm(self, crash: Crash) -> None:
+        if self.hosts[crash.node].up:
+            self.injector.arm(crash)
+
+    def _crash(self, host: NodeHost, crash: Crash) -> None:
+        self.injector.disarm(host.node_id)
         host.up = False
         host.core = None
         host.timers.clear()
@@ -294,7 +311,7 @@ class Simulation:
         host.view = recovered.view()
         action, params = self.protocol.crash_step(host.node_id)
         self._record(host.node_id, action, params)
-        self._schedule(self.injector.restart_delay(), lambda: self._restart(host))
+        self._schedule(crash.restart_ticks, lambda: self._restart(host))
 
     def _restart(self, host: NodeHost) -> None:
         host.core = self.protocol.make_core(self.config, host.node_id)

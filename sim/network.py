@@ -51,9 +51,9 @@ class Network:
         self.lost = 0
         self.duplicated = 0
 
-    def _latency(self, now: int) -> int:
+    def _latency(self, now: int, entry: InFlight) -> int:
         base = self.rng.randint(self.options.latency_ticks_min, self.options.latency_ticks_max)
-        return base + self.injector.extra_delay_on_send(now)
+        return base + self.injector.extra_delay_on_send(now, entry.src, entry.dst)
 
     def send(
         self, now: int, src: str, dst: str, msg: Any, arrive: Callable[[InFlight], None]
@@ -67,7 +67,7 @@ class Network:
         entry = InFlight(src, dst, payload, self._spec_record(msg))
         self.sent += 1
         self._put(now, entry, arrive)
-        if self.injector.duplicate_on_send(now):
+        if self.injector.duplicate_on_send(now, src, dst):
             return InFlight(src, dst, payload, entry.record)
         return None
 
@@ -77,7 +77,7 @@ class Network:
 
     def _put(self, now: int, entry: InFlight, arrive: Callable[[InFlight], None]) -> None:
         self.in_flight[entry.record] += 1
-        self._schedule(self._latency(now), lambda: arrive(entry))
+        self._schedule(self._latency(now, entry), lambda: arrive(entry))
 
     def remove(self, entry: InFlight) -> None:
         count = self.in_flight[entry.record] - 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from faults.options import FaultOptions
+from faults.plan import FaultPlan
 from protocols.errors import ConfigError
 from tracing.codec import TraceFormat
 
@@ -43,16 +43,19 @@ class NetworkOptions:
 class SimOptions:
     """Everything a run needs besides the seed and the protocol's own options.
 
-    `faults=None` means swarm mode: the seed's fault stream draws the faults.
+    `faults=None` means swarm mode: the seed's fault stream draws a fault plan
+    whose faults all fall before `swarm_horizon_ticks`.
     """
 
     network: NetworkOptions = field(default_factory=NetworkOptions)
-    faults: FaultOptions | None = None
+    faults: FaultPlan | None = None
+    swarm_horizon_ticks: int = 600  # swarm plans heal at this tick
     liveness_bound_ticks: int = 600  # after healing, the protocol must finish within this
     trace_format: TraceFormat = "ndjson"
 
     def __post_init__(self) -> None:
         _positive_int("liveness_bound_ticks", self.liveness_bound_ticks)
+        _positive_int("swarm_horizon_ticks", self.swarm_horizon_ticks)
         if self.trace_format not in ("ndjson", "msgpack"):
             raise ConfigError(
                 f"trace_format={self.trace_format!r}: must be 'ndjson' or 'msgpack'"

@@ -24,10 +24,11 @@ def test_run_prints_seed_and_every_option_before_the_result() -> None:
     assert code == exitcodes.OK
     lines = output.splitlines()
     assert lines[0] == "seed=3"
-    assert any(line.startswith("faults.crash_probability=") for line in lines)
+    assert "faults_mode=swarm" in lines
+    assert any(line.startswith("fault: heal at tick") for line in lines)
     assert any(line.startswith("protocol_options.rm_count=") for line in lines)
     result_index = next(i for i, line in enumerate(lines) if line.startswith("result="))
-    assert all("=" in line for line in lines[:result_index])
+    assert all("=" in line or line.startswith("fault: ") for line in lines[:result_index])
 
 
 def test_bugs_lists_one_variant_per_line_name_first() -> None:
@@ -45,8 +46,7 @@ def test_bugs_lists_one_variant_per_line_name_first() -> None:
         ("run", "twopc", "--seed", "1", "--set", "rm_count=0"),
         ("run", "twopc", "--seed", "1", "--set", "no_such_option=3"),
         ("run", "twopc", "--seed", "1", "--set", "rm_count"),
-        ("run", "twopc", "--seed", "1", "--fault", "crash_probability=2"),
-        ("run", "twopc", "--seed", "1", "--fault", "gremlins=1"),
+        ("run", "twopc", "--seed", "1", "--plan", "/no/such/plan.json"),
         ("run", "twopc", "--seed", "notanumber"),
         ("run", "twopc"),
         ("campaign", "twopc", "--seeds", "9:3"),
@@ -61,16 +61,17 @@ def test_bad_input_exits_with_usage_code_and_no_traceback(args: tuple[str, ...])
 
 
 def test_safety_violation_exits_1() -> None:
-    # Seed 96 breaks atomicity under abort-after-prepare (found by the sweep).
+    # Seed 96 breaks agreement under abort-after-prepare (found by the sweep).
     code, output = invoke("run", "twopc", "--seed", "96", "--bug", "abort-after-prepare")
     assert code == exitcodes.SAFETY, output
-    assert "failure: atomicity" in output
+    assert "failure: agreement" in output
+    assert "reproduce: tlasim run twopc --seed 96 --bug abort-after-prepare" in output
 
 
 def test_liveness_violation_exits_3() -> None:
     # RMs give up at once and the bound leaves no time: the TM cannot decide in time.
     code, output = invoke(
-        "run", "twopc", "--seed", "1", "--faults", "none", "--fault", "fault_phase_ticks=0",
+        "run", "twopc", "--seed", "1", "--faults", "none",
         "--set", "working_timeout_ticks=1", "--liveness-bound", "1",
     )
     assert code == exitcodes.LIVENESS, output
@@ -126,3 +127,35 @@ def test_rejected_trace_exits_4(tmp_path: Path) -> None:
     code, output = invoke("validate", str(path))
     assert code == exitcodes.TRACE_REJECTED, output
     assert f"line {len(lines)}" in output
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        "not json",
+        '{"crashes": [{"node": "tm"}]}',
+        '{"heal_tick": 10, "crashes": [{"node": "r7", "tick": 1, "restart_ticks": 5}]}',
+        '{"heal_tick": 10, "windows": [{"kind": "loss", "start": 0, "end": 99, "probability": 1}]}',
+        '{"heal_tick": 10, "gremlins": []}',
+    ],
+)
+def test_bad_fault_plan_exits_with_usage_code(tmp_path: Path, plan: str) -> None:
+    path = tmp_path / "plan.json"
+    path.write_text(plan)
+    code, output = invoke("run", "twopc", "--seed", "1", "--plan", str(path))
+    assert code == exitcodes.USAGE, output
+    assert "plan" in output
+
+
+def test_plan_file_replays_the_swarm_plan_of_a_seed(tmp_path: Path) -> None:
+    from sim.runner import run_seed
+
+    swarm = run_seed("twopc", 41, bug="commit-before-durable", trace_path=tmp_path / "a.ndjson")
+    (tmp_path / "plan.json").write_text(swarm.result.plan.to_json())
+    code, output = invoke(
+        "run", "twopc", "--seed", "41", "--bug", "commit-before-durable",
+        "--plan", str(tmp_path / "plan.json"), "--trace", str(tmp_path / "b.ndjson"),
+    )
+    assert code == exitcodes.SAFETY, output
+    body = lambda p: p.read_text().splitlines()[1:]  # noqa: E731 - the header names the mode
+    assert body(tmp_path / "a.ndjson") == body(tmp_path / "b.ndjson")

@@ -6,7 +6,7 @@ import json
 from itertools import pairwise
 from typing import Any
 
-from faults.options import FaultOptions
+from faults.plan import Crash, FaultPlan, Partition, Window
 from protocols import get_protocol
 from sim.disk import Disk
 from sim.kernel import Simulation
@@ -34,7 +34,7 @@ def test_disk_sync_makes_every_earlier_record_durable() -> None:
     assert len(disk.synced()) == 2
 
 
-def run_steps(seed: int, faults: FaultOptions, **protocol: int) -> list[dict[str, Any]]:
+def run_steps(seed: int, faults: FaultPlan, **protocol: int) -> list[dict[str, Any]]:
     emitter = TraceEmitter.in_memory()
     sim = Simulation(
         TWOPC,
@@ -48,11 +48,11 @@ def run_steps(seed: int, faults: FaultOptions, **protocol: int) -> list[dict[str
 
 
 def test_crash_point_between_two_effects_leaves_log_and_messages_consistent() -> None:
-    # Every step is followed by a crash: the TM crashes right after TMBegin,
-    # so its begin record is durable and no Prepare ever left.
+    # The TM crashes right after its first step, TMBegin: its begin record is
+    # durable and no Prepare ever left.
     steps = run_steps(
         1,
-        FaultOptions(crash_probability=1.0, fault_phase_ticks=1000),
+        FaultPlan(crashes=(Crash("tm", 0, restart_ticks=10),), heal_tick=1000),
         rm_count=2,
         tx_count=1,
     )
@@ -66,7 +66,7 @@ def test_crash_point_between_two_effects_leaves_log_and_messages_consistent() ->
 
 
 def test_network_delivers_out_of_send_order() -> None:
-    steps = run_steps(3, FaultOptions(), rm_count=3, tx_count=3)
+    steps = run_steps(3, FaultPlan(), rm_count=3, tx_count=3)
     sent = [s["params"]["rm"] for s in steps if s["action"] == "TMSendPrepare"]
     received = [s["params"]["rm"] for s in steps if s["action"] == "RMRcvPrepare"]
     assert sorted(sent) == sorted(received)
@@ -76,7 +76,10 @@ def test_network_delivers_out_of_send_order() -> None:
 def test_duplicate_and_loss_faults_are_their_own_steps() -> None:
     steps = run_steps(
         2,
-        FaultOptions(duplicate_probability=0.5, loss_probability=0.3, fault_phase_ticks=1000),
+        FaultPlan(
+            windows=(Window("duplicate", 0, 1000, 0.5, seed=1), Window("loss", 0, 1000, 0.3)),
+            heal_tick=1000,
+        ),
     )
     actions = {s["action"] for s in steps}
     assert {"NetDuplicate", "NetLose"} <= actions
@@ -88,9 +91,14 @@ def test_duplicate_and_loss_faults_are_their_own_steps() -> None:
             )[msg] + 1
 
 
-def test_faults_stop_after_the_fault_phase() -> None:
+def test_faults_stop_at_heal_tick() -> None:
     steps = run_steps(
-        4, FaultOptions(crash_probability=0.05, loss_probability=0.3, fault_phase_ticks=100)
+        4,
+        FaultPlan(
+            crashes=(Crash("r1", 50, restart_ticks=20),),
+            windows=(Window("loss", 0, 100, 0.5), Window("duplicate", 0, 100, 0.5, seed=3)),
+            heal_tick=100,
+        ),
     )
     late = [s for s in steps if s["ts"] >= 100]
     assert late
@@ -99,9 +107,11 @@ def test_faults_stop_after_the_fault_phase() -> None:
 
 def test_each_part_draws_from_its_own_stream() -> None:
     # A change in fault options must not shift the workload or the network.
-    quiet = Simulation(TWOPC, 9, options=SimOptions(faults=FaultOptions()))
+    quiet = Simulation(TWOPC, 9, options=SimOptions(faults=FaultPlan()))
     stormy = Simulation(
-        TWOPC, 9, options=SimOptions(faults=FaultOptions(loss_probability=0.9))
+        TWOPC,
+        9,
+        options=SimOptions(faults=FaultPlan(windows=(Window("loss", 0, 50, 0.9),), heal_tick=50)),
     )
     assert quiet.config == stormy.config
     a, b = split(9), split(9)
@@ -110,8 +120,35 @@ def test_each_part_draws_from_its_own_stream() -> None:
 
 
 def test_latency_stays_within_its_range_without_delay_faults() -> None:
-    steps = run_steps(5, FaultOptions(), tx_count=1)
+    steps = run_steps(5, FaultPlan(), tx_count=1)
     send = next(s for s in steps if s["action"] == "TMSendPrepare")
     rcv = next(s for s in steps if s["action"] == "RMRcvPrepare")
     options = NetworkOptions()
     assert options.latency_ticks_min <= rcv["ts"] - send["ts"] <= options.latency_ticks_max
+
+
+def test_crash_strikes_after_the_planned_step_of_a_handler() -> None:
+    # At the TM's begin tick, after_steps=3 crashes it after TMBegin and two sends.
+    plain = run_steps(6, FaultPlan(), rm_count=3, tx_count=1)
+    begin_tick = next(s["ts"] for s in plain if s["action"] == "TMBegin")
+    steps = run_steps(
+        6,
+        FaultPlan(crashes=(Crash("tm", begin_tick, 30, after_steps=3),), heal_tick=begin_tick + 1),
+        rm_count=3,
+        tx_count=1,
+    )
+    actions = [s["action"] for s in steps]
+    begin = actions.index("TMBegin")
+    assert actions[begin : begin + 4] == ["TMBegin", "TMSendPrepare", "TMSendPrepare", "TMCrash"]
+
+
+def test_one_way_partition_drops_only_one_direction() -> None:
+    plan = FaultPlan(
+        partitions=(Partition(0, 400, src=("r1",), dst=("tm",), both_ways=False),),
+        heal_tick=400,
+    )
+    steps = run_steps(7, plan, rm_count=2, tx_count=2)
+    early = [s for s in steps if s["ts"] < 400]
+    lost = [s["params"]["msg"] for s in early if s["action"] == "NetLose"]
+    assert lost and all(m["rm"] == "r1" and m["type"] in ("Prepared", "Aborted") for m in lost)
+    assert any(s["action"] == "RMRcvPrepare" and s["params"]["rm"] == "r1" for s in early)
