@@ -1,0 +1,130 @@
+"""The Python API for users' own tests.
+
+    from hypothesis import given
+    from faults.strategies import fault_plans
+    from sim.api import nodes, run
+
+    @given(plan=fault_plans(nodes("twopc")))
+    def test_twopc_survives(plan):
+        run("twopc", plan).assert_ok()
+
+When a run fails, `assert_ok` raises `RunFailed` (an AssertionError, so
+pytest and hypothesis treat it as a test failure) whose message is the full
+failure report: the broken property, the plan, a trace excerpt and the one
+`tlasim run ...` command that replays it. The plan is written to a file
+(under `TLASIM_FAILURE_DIR`, default `.tlasim/failures`) so that command
+works as printed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from faults.plan import FaultPlan
+from protocols import get_protocol
+from sim.kernel import OUTCOME_OK, RunResult
+from sim.options import SimOptions
+from sim.report import FailureReport, reproduce_command, trace_excerpt
+from sim.rng import split
+from sim.runner import run_seed
+
+
+class RunFailed(AssertionError):
+    """A simulated run broke a property; the message is the failure report."""
+
+    def __init__(self, report: FailureReport) -> None:
+        super().__init__(report.render())
+        self.report = report
+
+
+def failure_dir() -> Path:
+    return Path(os.environ.get("TLASIM_FAILURE_DIR", ".tlasim/failures"))
+
+
+def save_plan(protocol: str, seed: int, plan: FaultPlan, directory: Path | None = None) -> Path:
+    """Write `plan` where a reproduction command can name it; same plan, same file."""
+    text = plan.to_json()
+    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+    target = (directory or failure_dir()) / f"{protocol}-seed{seed}-{digest}.plan.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+    return target
+
+
+@dataclass(slots=True)
+class Outcome:
+    result: RunResult
+    protocol: str
+    protocol_overrides: dict[str, Any]
+    trace_excerpt: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.result.outcome == OUTCOME_OK
+
+    def report(self, *, original_plan_size: int | None = None) -> FailureReport:
+        result = self.result
+        plan_path = save_plan(self.protocol, result.seed, result.plan)
+        return FailureReport(
+            protocol=self.protocol,
+            seed=result.seed,
+            bug=result.bug,
+            outcome=result.outcome,
+            failure=result.failure or "",
+            plan=result.plan,
+            original_plan_size=original_plan_size,
+            excerpt=self.trace_excerpt,
+            reproduce=reproduce_command(
+                self.protocol,
+                result.seed,
+                result.bug,
+                plan_path,
+                [f"{k}={v}" for k, v in self.protocol_overrides.items()],
+            ),
+        )
+
+    def assert_ok(self) -> None:
+        if not self.ok:
+            raise RunFailed(self.report())
+
+
+def nodes(protocol: str, **protocol_options: Any) -> tuple[str, ...]:
+    """The node ids of a run of `protocol` with these options (for building plans)."""
+    definition = get_protocol(protocol)
+    config = definition.configure(
+        definition.make_options(protocol_options), None, split(0).workload
+    )
+    return definition.node_ids(config)
+
+
+def run(
+    protocol: str,
+    plan: FaultPlan | None = None,
+    *,
+    seed: int = 0,
+    bug: str | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Outcome:
+    """Run `protocol` once under `plan` (None: the seed's swarm plan)."""
+    overrides = dict(options or {})
+    with tempfile.TemporaryDirectory(prefix="tlasim-api-") as scratch:
+        path = Path(scratch) / "trace.ndjson"
+        seed_run = run_seed(
+            protocol,
+            seed,
+            bug=bug,
+            protocol_overrides=overrides,
+            options=SimOptions(faults=plan),
+            trace_path=path,
+        )
+        result = seed_run.result
+        excerpt: tuple[str, ...] = ()
+        if result.outcome != OUTCOME_OK and result.failure:
+            excerpt = trace_excerpt(path, result.failure, result.failing_step)
+    return Outcome(result, protocol, overrides, excerpt)
