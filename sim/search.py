@@ -1,0 +1,97 @@
+"""Search mode: hypothesis draws the seed, the workload and the fault plan, and shrinks.
+
+Where a campaign sweeps seeds under swarm weather, search lets hypothesis
+choose every input and then shrink a failure toward fewer, earlier and
+simpler faults, a smaller workload and seed 0. The search itself is seeded,
+so the same command finds the same failure.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
+
+from faults.plan import FaultPlan
+from faults.strategies import TWOPC_RANGES, fault_plans, workloads
+from protocols import get_protocol
+from protocols.errors import ConfigError
+from sim.api import Outcome, nodes, run
+from sim.kernel import OUTCOME_OK
+
+# The workload ranges hypothesis draws from, per protocol.
+WORKLOAD_RANGES: dict[str, Mapping[str, Any]] = {"twopc": TWOPC_RANGES}
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    seed: int
+    options: dict[str, Any]
+    plan: FaultPlan
+
+
+@dataclass(slots=True)
+class SearchResult:
+    examples_run: int  # how many inputs the search tried, shrinking included
+    first_failure_at: int | None  # the 1-based example that first failed
+    failure: Outcome | None  # the shrunk failing run, or None when none failed
+
+
+def examples(protocol: str, horizon_ticks: int = 600) -> st.SearchStrategy[Example]:
+    ranges = WORKLOAD_RANGES.get(protocol)
+    if ranges is None:
+        raise ConfigError(f"search has no workload ranges for protocol {protocol!r}")
+
+    @st.composite
+    def draw(draw_fn: st.DrawFn) -> Example:
+        options = draw_fn(workloads(ranges))
+        plan = draw_fn(fault_plans(nodes(protocol, **options), horizon_ticks=horizon_ticks))
+        seed = draw_fn(st.integers(min_value=0, max_value=2**16))
+        return Example(seed, options, plan)
+
+    return draw()
+
+
+def search(
+    protocol: str,
+    *,
+    bug: str | None = None,
+    max_examples: int = 200,
+    search_seed: int = 0,
+) -> SearchResult:
+    """Look for a failing run of `protocol`; shrink and return it, if one is found."""
+    get_protocol(protocol)
+    if max_examples < 1:
+        raise ConfigError(f"--examples {max_examples}: must be at least 1")
+    calls = 0
+    first_failure: int | None = None
+
+    def fails(example: Example) -> bool:
+        nonlocal calls, first_failure
+        calls += 1
+        outcome = run(protocol, example.plan, seed=example.seed, bug=bug, options=example.options)
+        failed = outcome.result.outcome != OUTCOME_OK
+        if failed and first_failure is None:
+            first_failure = calls
+        return failed
+
+    search_settings = settings(
+        max_examples=max_examples,
+        database=None,
+        deadline=None,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+    )
+    try:
+        found = find(
+            examples(protocol), fails, settings=search_settings, random=random.Random(search_seed)
+        )
+    except NoSuchExample:
+        return SearchResult(calls, None, None)
+    outcome = run(protocol, found.plan, seed=found.seed, bug=bug, options=found.options)
+    return SearchResult(calls, first_failure, outcome)
