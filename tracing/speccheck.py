@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from protocols.errors import SpecError, TraceFormatError
-from tracing.tla_parse import ModuleDecls, read_module, read_string_set
+from tracing.tla_source import ModuleDecls, read_module, read_string_set
 from tracing.tlc import Outcome, TLCResult, run_tlc
 
 __all__ = [

@@ -21,15 +21,17 @@ matched state it takes one step of the named action with the primed
 variables left free, dumps the successors (-dump), and the report sets the
 logged values beside the nearest successor's.
 
-Safety: a trace's strings reach TLA+ text only through `values.to_tla`, and
-its names (variables, constants) only after they are checked to be the
-spec's own identifiers, so no trace can change what the generated modules
-mean. Nothing from a trace is written into a comment.
+The modules' text is built by `tracing.trace_module`, and the verdict is
+rendered for a human by `tracing.report`.
+
+Safety: a trace's strings reach TLA+ text only through `tla_literal.to_tla`,
+and its names (variables, constants) only after they are checked here to be
+the spec's own identifiers, so no trace can change what the generated
+modules mean. Nothing from a trace is written into a comment.
 """
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -39,23 +41,26 @@ from typing import Any, Literal
 
 from protocols.errors import InternalError, SpecError, TLCError, TraceFormatError
 from tracing.codec import Trace, TraceStep, read_trace
+from tracing.report import render_report, render_summary, show
 from tracing.speccheck import TraceSpec, load_trace_spec
-from tracing.tla_parse import ModelValue, normalize
+from tracing.tla_literal import is_identifier
+from tracing.tla_parse import normalize, tlc_key
 from tracing.tlc import EC, TLCResult, parse_dump, run_tlc
-from tracing.values import Record, canonical_json, freeze, to_tla
+from tracing.trace_module import (
+    GENERATED,
+    LINE_VAR,
+    STEP_VAR,
+    config,
+    trace_check,
+    trace_data,
+    trace_explain,
+)
+from tracing.values import freeze
 
 __all__ = ["Divergence", "VarDiff", "Verdict", "validate_trace"]
 
 Reason = Literal["first_action", "unknown_action", "variables", "init", "step", "eval_error"]
 
-_IDENT = re.compile(r"[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*")
-# Names the generated modules define; a spec that defines one too cannot be checked.
-_LINE_VAR, _STEP_VAR = "tlasimLine", "tlasimStep"
-_GENERATED = ("TraceData", "TraceCheck", "TraceExplain")
-_SHOWN_CHARS = 400  # a value longer than this is cut in reports
-_SHOWN_PATHS = 8  # differing sub-values listed per variable
-_SHOWN_ALTERNATIVES = 4  # other allowed values listed per variable
-_SHOWN_TLC_LINES = 16  # lines of TLC's error text in a report
 _PARSED_SUCCESSORS = 5000  # successors read from the dump in the explain job
 # A trace check is a short run, which the JIT's optimising tier only slows
 # down: stopping at C1 saves about a quarter of the run (JVM start included).
@@ -102,153 +107,11 @@ class Verdict:
 
     def summary(self) -> str:
         """One line: accepted, or where and why the trace was rejected."""
-        if self.divergence is None:
-            return f"accepted by {self.spec} ({self.steps} steps)"
-        d = self.divergence
-        return (
-            f"rejected by {self.spec} at line {d.line} (step {d.step} of {self.steps}), "
-            f"action {_show_name(d.action)}: {d.message}"
-        )
+        return render_summary(self)
 
     def report(self) -> str:
         """The verdict for a human: what was rejected, where, and what the spec allowed."""
-        name = str(self.path) if self.path is not None else "<trace>"
-        if self.accepted:
-            return (
-                f"ACCEPTED: {name} is a behaviour of {self.spec} "
-                f"({self.steps} steps, TLC {self.tlc_seconds:.1f} s)"
-            )
-        d = self.divergence
-        assert d is not None
-        lines = [
-            f"REJECTED: {name} is not a behaviour of {self.spec}",
-            f"  line {d.line} (step {d.step} of {self.steps}): action {_show_name(d.action)}, "
-            f"params {_show(d.params)}",
-            f"  {d.message}",
-        ]
-        if d.known_actions:
-            lines.append("  known actions: " + ", ".join(d.known_actions))
-        if d.diffs:
-            lines.append(
-                f"  the nearest allowed state differs in {len(d.diffs)} of {d.variables} variables:"
-            )
-            for diff in d.diffs:
-                lines.extend(_report_diff(diff))
-        if d.tlc_error:
-            rows = d.tlc_error.strip().splitlines()
-            lines.append("  TLC said:")
-            lines.extend("    " + row for row in rows[:_SHOWN_TLC_LINES])
-            if len(rows) > _SHOWN_TLC_LINES:
-                lines.append(f"    ... ({len(rows) - _SHOWN_TLC_LINES} more lines)")
-        if self.tlc_seconds:
-            lines.append(f"  TLC time: {self.tlc_seconds:.1f} s")
-        else:
-            lines.append("  (rejected before running TLC)")
-        return "\n".join(lines)
-
-
-def _show_name(name: str) -> str:
-    """An action name as is when it is an identifier; quoted otherwise, so an
-    unknown action's newlines cannot forge lines of the report."""
-    return name if _IDENT.fullmatch(name) else _show(name, 120)
-
-
-def _show(value: Any, limit: int = _SHOWN_CHARS) -> str:
-    try:
-        text = canonical_json(value)
-    except (TraceFormatError, InternalError):
-        # A TLC model value has no JSON form; its repr names it.
-        text = repr(value)
-    if len(text) > limit:
-        return f"{text[:limit]}... ({len(text)} chars)"
-    return text
-
-
-def _report_diff(diff: VarDiff) -> list[str]:
-    nearest = diff.allowed[0]
-    lines = [
-        f"    {diff.name}",
-        f"      logged:  {_show(diff.logged)}",
-        f"      allowed: {_show(nearest)}",
-    ]
-    lines.extend(f"      where {p}" for p in _diff_paths(diff.logged, nearest, ""))
-    others = diff.allowed[1:]
-    for other in others[:_SHOWN_ALTERNATIVES]:
-        # A big value is told by where it differs from the logged one.
-        text = _show(other)
-        if len(text) > 120:
-            text = "; ".join(_diff_paths(diff.logged, other, "")[:3])
-        lines.append(f"      another successor: {text}")
-    if len(others) > _SHOWN_ALTERNATIVES:
-        lines.append(f"      ... and {len(others) - _SHOWN_ALTERNATIVES} more successors")
-    return lines
-
-
-def _diff_paths(logged: Any, allowed: Any, prefix: str) -> list[str]:
-    """Where two values differ, as short `path: logged X, allowed Y` lines."""
-    out: list[str] = []
-    logged, allowed = normalize(logged), normalize(allowed)
-    if (
-        isinstance(logged, Mapping)
-        and isinstance(allowed, Mapping)
-        and set(map(_strict, logged)) == set(map(_strict, allowed))
-    ):
-        for key in logged:
-            match = next(k for k in allowed if _strict(k) == _strict(key))
-            if _strict(logged[key]) != _strict(allowed[match]):
-                out.extend(_diff_paths(logged[key], allowed[match], f"{prefix}[{_show(key, 80)}]"))
-    elif isinstance(logged, frozenset) and isinstance(allowed, frozenset):
-        theirs = {_strict(v) for v in allowed}
-        ours = {_strict(v) for v in logged}
-        extra = sorted(_show(v, 160) for v in logged if _strict(v) not in theirs)
-        missing = sorted(_show(v, 160) for v in allowed if _strict(v) not in ours)
-        where = prefix or "the set"
-        out.extend(f"{where}: logged has {v}, allowed lacks it" for v in extra)
-        out.extend(f"{where}: allowed has {v}, logged lacks it" for v in missing)
-    elif prefix:
-        out.append(f"{prefix}: logged {_show(logged, 160)}, allowed {_show(allowed, 160)}")
-    if len(out) > _SHOWN_PATHS:
-        out = [*out[:_SHOWN_PATHS], f"... and {len(out) - _SHOWN_PATHS} more differences"]
-    return out
-
-
-def _leaf_distance(a: Any, b: Any) -> int:
-    """How many parts of two values differ: keys of functions with one
-    domain are compared one by one, sets element by element."""
-    a, b = normalize(a), normalize(b)
-    if _strict(a) == _strict(b):
-        return 0
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        keys_a = {_strict(k): k for k in a}
-        keys_b = {_strict(k): k for k in b}
-        if keys_a.keys() == keys_b.keys():
-            return sum(_leaf_distance(a[keys_a[k]], b[keys_b[k]]) for k in keys_a)
-    if isinstance(a, frozenset) and isinstance(b, frozenset):
-        return len({_strict(x) for x in a} ^ {_strict(x) for x in b})
-    return 1
-
-
-def _strict(value: Any) -> Any:
-    """A key equal for two values exactly when TLC holds them equal.
-
-    Python holds True == 1; TLC does not, so every atom carries its type.
-    """
-    v = normalize(value)
-    if isinstance(v, bool):
-        return ("b", v)
-    if isinstance(v, int):
-        return ("i", v)
-    if isinstance(v, str):
-        return ("s", v)
-    if isinstance(v, ModelValue):
-        return ("m", v.name)
-    if isinstance(v, tuple):
-        return ("t", tuple(_strict(x) for x in v))
-    if isinstance(v, frozenset):
-        return ("S", tuple(sorted((_strict(x) for x in v), key=repr)))
-    if isinstance(v, Mapping):
-        return ("f", tuple(sorted(((_strict(k), _strict(x)) for k, x in v.items()), key=repr)))
-    raise InternalError(f"not a TLA+ value: {v!r}")
+        return render_report(self)
 
 
 # --- checks that need no TLC ------------------------------------------------
@@ -315,9 +178,9 @@ def _precheck(trace: Trace, spec: TraceSpec) -> Divergence | None:
                 known_actions=spec.actions,
             )
         names = list(step.vars)
-        bad = [n for n in names if not isinstance(n, str) or _IDENT.fullmatch(n) is None]
+        bad = [n for n in names if not isinstance(n, str) or not is_identifier(n)]
         if bad:
-            return _reject(step, index, "variables", f"{_show(bad)} are not TLA+ identifiers")
+            return _reject(step, index, "variables", f"{show(bad)} are not TLA+ identifiers")
         missing = sorted(variables - set(names))
         extra = sorted(set(names) - variables)
         if missing or extra:
@@ -329,105 +192,19 @@ def _precheck(trace: Trace, spec: TraceSpec) -> Divergence | None:
     return None
 
 
-# --- generated modules ------------------------------------------------------
-
-
-def _module(name: str, extends: Sequence[str], body: Sequence[str]) -> str:
-    rule = "-" * 20
-    return "\n".join(
-        [f"{rule} MODULE {name} {rule}", f"EXTENDS {', '.join(extends)}", "", *body, "=" * 60, ""]
-    )
-
-
-def _trace_data(trace: Trace, constants: Mapping[str, Any]) -> str:
-    entries = []
-    for step in trace.steps:
-        try:
-            entries.append(
-                to_tla(Record({"action": step.action, "params": step.params, "vars": step.vars}))
-            )
-        except TraceFormatError as exc:
-            raise TraceFormatError(f"{trace.path}:{step.line}: {exc}") from None
-    body = ["TraceLog == <<", ",\n".join(entries), ">>", ""]
-    body.append(f"tlasimLength == {len(entries)}")
-    body.extend(f"TraceConst_{name} == {to_tla(value)}" for name, value in constants.items())
-    # TLC is extended for `:>` and `@@`, Integers for negative numbers.
-    return _module("TraceData", ["Integers", "TLC"], body)
-
-
-def _bind(variables: Sequence[str], line: str, primed: bool) -> list[str]:
-    prime = "'" if primed else ""
-    return [f"    /\\ {v}{prime} = TraceLog[{line}].vars[{to_tla(v)}]" for v in variables]
-
-
-def _trace_check(spec: TraceSpec) -> str:
-    variables = spec.decls.variables
-    all_vars = ", ".join([_LINE_VAR, *variables])
-    body = [
-        f"VARIABLE {_LINE_VAR}",
-        "",
-        "tlasimInit ==",
-        f"    /\\ {_LINE_VAR} = 1",
-        *_bind(variables, "1", primed=False),
-        "    /\\ Init",
-        "",
-        "tlasimStep ==",
-        f"    /\\ {_LINE_VAR} < tlasimLength",
-        f"    /\\ {_LINE_VAR}' = {_LINE_VAR} + 1",
-        *_bind(variables, f"{_LINE_VAR} + 1", primed=True),
-        f"    /\\ TraceAction(TraceLog[{_LINE_VAR} + 1])",
-        "",
-        "(* Once the last line is matched the behaviour stutters, so only a line",
-        "   that cannot be explained leaves TLC without a successor. *)",
-        "tlasimDone ==",
-        f"    /\\ {_LINE_VAR} = tlasimLength",
-        f"    /\\ UNCHANGED <<{all_vars}>>",
-        "",
-        "tlasimNext == tlasimStep \\/ tlasimDone",
-    ]
-    return _module("TraceCheck", [spec.template.stem, "TraceData"], body)
-
-
-def _trace_explain(spec: TraceSpec, step: int) -> str:
-    variables = spec.decls.variables
-    if step == 1:
-        body = [
-            f"VARIABLE {_STEP_VAR}",
-            "",
-            f"tlasimInit == {_STEP_VAR} = 1 /\\ Init",
-            f"tlasimNext == UNCHANGED <<{', '.join([_STEP_VAR, *variables])}>>",
-        ]
-    else:
-        body = [
-            f"VARIABLE {_STEP_VAR}",
-            "",
-            "tlasimInit ==",
-            f"    /\\ {_STEP_VAR} = 0",
-            *_bind(variables, str(step - 1), primed=False),
-            "",
-            "tlasimNext ==",
-            f"    /\\ {_STEP_VAR} = 0",
-            f"    /\\ {_STEP_VAR}' = 1",
-            f"    /\\ TraceAction(TraceLog[{step}])",
-        ]
-    return _module("TraceExplain", [spec.template.stem, "TraceData"], body)
-
-
-def _config(constants: Mapping[str, Any]) -> str:
-    rows = [f"CONSTANT {name} <- TraceConst_{name}" for name in constants]
-    return "\n".join([*rows, "INIT tlasimInit", "NEXT tlasimNext", ""])
+# --- the working directory ------------------------------------------------
 
 
 def _prepare(workdir: Path, spec: TraceSpec, trace: Trace, constants: Mapping[str, Any]) -> None:
     for source in sorted(spec.module.parent.glob("*.tla")):
-        if source.stem in _GENERATED:
+        if source.stem in GENERATED:
             raise SpecError(f"{source} has the name of a module the validator generates")
         shutil.copyfile(source, workdir / source.name)
     if spec.template.parent != spec.module.parent:
         shutil.copyfile(spec.template, workdir / spec.template.name)
-    (workdir / "TraceData.tla").write_text(_trace_data(trace, constants), encoding="utf-8")
-    (workdir / "TraceCheck.tla").write_text(_trace_check(spec), encoding="utf-8")
-    (workdir / "TraceCheck.cfg").write_text(_config(constants), encoding="utf-8")
+    (workdir / "TraceData.tla").write_text(trace_data(trace, constants), encoding="utf-8")
+    (workdir / "TraceCheck.tla").write_text(trace_check(spec), encoding="utf-8")
+    (workdir / "TraceCheck.cfg").write_text(config(constants), encoding="utf-8")
 
 
 # --- reading TLC's answer ---------------------------------------------------
@@ -436,9 +213,9 @@ def _prepare(workdir: Path, spec: TraceSpec, trace: Trace, constants: Mapping[st
 def _last_line(result: TLCResult) -> int:
     """The trace line of the last state in TLC's error trace."""
     last = result.error_trace[-1].values()
-    line = last.get(_LINE_VAR)
+    line = last.get(LINE_VAR)
     if not isinstance(line, int) or isinstance(line, bool):
-        raise InternalError(f"TLC's error trace has no {_LINE_VAR}: {last!r}")
+        raise InternalError(f"TLC's error trace has no {LINE_VAR}: {last!r}")
     return line
 
 
@@ -485,8 +262,8 @@ def _explain(
 
     Returns the allowed states (None if TLC failed), TLC's error text, and seconds.
     """
-    (workdir / "TraceExplain.tla").write_text(_trace_explain(spec, step), encoding="utf-8")
-    (workdir / "TraceExplain.cfg").write_text(_config(constants), encoding="utf-8")
+    (workdir / "TraceExplain.tla").write_text(trace_explain(spec, step), encoding="utf-8")
+    (workdir / "TraceExplain.cfg").write_text(config(constants), encoding="utf-8")
     dump = workdir / "explain"
     dumped = dump.with_name(dump.name + ".dump")  # TLC adds the suffix
     dumped.unlink(missing_ok=True)
@@ -504,9 +281,25 @@ def _explain(
     allowed = []
     for state in states[:_PARSED_SUCCESSORS]:
         values = state.values()
-        if values.pop(_STEP_VAR, None) == 1:
+        if values.pop(STEP_VAR, None) == 1:
             allowed.append(values)
     return allowed, None, result.seconds
+
+
+def _leaf_distance(a: Any, b: Any) -> int:
+    """How many parts of two values differ: keys of functions with one
+    domain are compared one by one, sets element by element."""
+    a, b = normalize(a), normalize(b)
+    if tlc_key(a) == tlc_key(b):
+        return 0
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        keys_a = {tlc_key(k): k for k in a}
+        keys_b = {tlc_key(k): k for k in b}
+        if keys_a.keys() == keys_b.keys():
+            return sum(_leaf_distance(a[keys_a[k]], b[keys_b[k]]) for k in keys_a)
+    if isinstance(a, frozenset) and isinstance(b, frozenset):
+        return len({tlc_key(x) for x in a} ^ {tlc_key(x) for x in b})
+    return 1
 
 
 def _divergence(
@@ -540,16 +333,16 @@ def _divergence(
         return replace(base, message=message, enabled=False, successors=0, tlc_error=tlc_error)
 
     def distance(state: dict[str, Any]) -> tuple[int, int, str]:
-        differing = sum(_strict(state[v]) != _strict(logged[v]) for v in logged)
+        differing = sum(tlc_key(state[v]) != tlc_key(logged[v]) for v in logged)
         leaves = sum(_leaf_distance(state[v], logged[v]) for v in logged)
-        return differing, leaves, repr(sorted((v, _strict(state[v])) for v in logged))
+        return differing, leaves, repr(sorted((v, tlc_key(state[v])) for v in logged))
 
     ranked = sorted(allowed, key=distance)
     nearest = ranked[0]
     diffs = []
     for name in logged:
-        if _strict(nearest[name]) != _strict(logged[name]):
-            values = list({_strict(s[name]): s[name] for s in ranked}.values())
+        if tlc_key(nearest[name]) != tlc_key(logged[name]):
+            values = list({tlc_key(s[name]): s[name] for s in ranked}.values())
             diffs.append(VarDiff(name, logged[name], tuple(values)))
     count = f"{len(allowed)} state" + ("s" if len(allowed) != 1 else "")
     if not diffs:

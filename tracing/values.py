@@ -1,4 +1,4 @@
-"""TLA+ values in Python: the frozen forms, the tagged JSON form, TLA+ literals.
+"""TLA+ values in Python: the frozen forms and the tagged JSON form.
 
 Theory of operation. A TLA+ value is a string, an integer, a boolean, a
 sequence, a set or a function (records are functions whose domain is
@@ -14,8 +14,7 @@ as Python strings (code-point order, which is also UTF-8 byte order), and
 records list their keys sorted. Nothing here iterates a hash-ordered
 container without sorting, so `PYTHONHASHSEED` never reaches the output.
 
-`to_tla` writes a value as TLA+ text that TLC 2.15 reads back as the same
-value, and that cannot change the meaning of the module it is pasted into.
+`tracing.tla_literal` writes these values as TLA+ text.
 
 Known limits, inherited from Python: `1 == True`, so a set or a function
 domain cannot hold both (TLC refuses to compare them anyway), and the empty
@@ -33,7 +32,7 @@ from typing import Any, NoReturn, Self, TypeVar
 
 from protocols.errors import InternalError, TraceFormatError
 
-__all__ = ["FnMap", "Record", "canonical_json", "freeze", "from_json", "to_json", "to_tla"]
+__all__ = ["FnMap", "Record", "canonical_json", "freeze", "from_json", "to_json"]
 
 # A JSON object with exactly one key that starts with "#" is a tag.
 _SET, _MAP, _TUP = "#set", "#map", "#tup"
@@ -369,6 +368,15 @@ def _fast_sort_keys(items: list[Any]) -> list[Any] | None:
     return None
 
 
+def _canonical_order(values: Iterable[Any]) -> list[Any]:
+    """The values in the order of their canonical JSON texts."""
+    items = list(values)
+    fast = _fast_sort_keys(items)
+    if fast is None:
+        return sorted(items, key=lambda x: _ENCODE(_enc(x)))
+    return [items[i] for i in sorted(range(len(items)), key=fast.__getitem__)]
+
+
 def canonical_json(value: Any) -> str:
     """The one canonical JSON text of a value (sorted keys, no spaces)."""
     return json.dumps(to_json(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -466,131 +474,3 @@ def _dec_tagged(tag: str, x: Any) -> Any:
     if all(type(k) is str for k in pairs):
         return Record._trusted(dict(sorted(pairs.items())))
     return FnMap(pairs)
-
-
-# --- to_tla -----------------------------------------------------------------
-
-_TLA_INT_MIN, _TLA_INT_MAX = -(2**31), 2**31 - 1
-# SANY 2.15 reads a backtick inside a string as opening a `...' quote in which
-# '"' no longer ends the string, so "a`b" would swallow the module text that
-# follows up to the next apostrophe. No escape exists, so backticks are refused.
-_TLA_STRING_BAD = re.compile(r"[^\x20-\x5f\x61-\x7e\n\t\r\f]")
-_TLA_ESCAPES = str.maketrans(
-    {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\f": "\\f"}
-)
-_IDENT = re.compile(r"[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*")
-# SANY accepts some of these as record fields, but not all, and not every
-# version: a key that is one is written in the function form instead.
-_RESERVED_WORDS = """
-    ACTION ASSUME ASSUMPTION AXIOM BOOLEAN BY CASE CHOOSE CONSTANT CONSTANTS COROLLARY
-    DEF DEFINE DEFS DOMAIN ELSE ENABLED EXCEPT EXTENDS FALSE HAVE HIDE IF IN INSTANCE
-    LAMBDA LEMMA LET LOCAL MODULE NEW OBVIOUS OMITTED ONLY OTHER PICK PROOF PROPOSITION
-    PROVE QED RECURSIVE STATE STRING SUBSET SUFFICES TAKE TEMPORAL THEN THEOREM TRUE
-    UNCHANGED UNION USE VARIABLE VARIABLES WITH WITNESS
-"""
-_RESERVED = frozenset(_RESERVED_WORDS.split())
-
-
-def to_tla(value: Any) -> str:
-    """Write a value as a TLA+ expression that TLC 2.15 evaluates to the same value.
-
-    The module it goes into must EXTEND TLC (`:>` and `@@` spell functions
-    whose keys are not identifiers) and Integers (negative numbers). Every
-    part is a self-delimiting atom, so the text is safe as an operand of any
-    operator. Raises TraceFormatError for what TLC cannot hold: strings with
-    characters outside printable ASCII, \\n, \\t, \\r and \\f, strings with a
-    backtick (SANY would misread the module), and integers outside 32 bits.
-    """
-    out: list[str] = []
-    try:
-        _tla(freeze(value), out)
-    except _Unsupported as exc:
-        _fail("value", exc)
-    return "".join(out)
-
-
-def _tla(v: Any, out: list[str]) -> None:
-    t = type(v)
-    if t is str:
-        bad = _TLA_STRING_BAD.search(v)
-        if bad is not None:
-            raise _Unsupported(
-                f"the string {v!r:.80} holds {bad.group()!r} at index {bad.start()}; "
-                "TLA+ strings hold only printable ASCII but the backtick, \\n, \\t, \\r and \\f"
-            )
-        out.append('"' + v.translate(_TLA_ESCAPES) + '"')
-    elif t is bool:
-        out.append("TRUE" if v else "FALSE")
-    elif t is int:
-        out.append(_tla_int(v))
-    elif t is tuple:
-        out.append("<<")
-        _tla_items([(f"[{i}]", None, x) for i, x in enumerate(v)], out, ", ", "")
-        out.append(">>")
-    elif t is frozenset:
-        out.append("{")
-        _tla_items([("{element}", None, x) for x in _canonical_order(v)], out, ", ", "")
-        out.append("}")
-    else:  # Record or FnMap: freeze produced nothing else
-        _tla_function(v, out)
-
-
-def _tla_int(n: int) -> str:
-    if not _TLA_INT_MIN <= n <= _TLA_INT_MAX:
-        raise _Unsupported(f"{n} does not fit TLC's 32-bit integers")
-    if n >= 0:
-        return str(n)
-    if n == _TLA_INT_MIN:
-        # SANY reads -2147483648 as -(2147483648), and 2147483648 overflows.
-        return f"(-{_TLA_INT_MAX} - 1)"
-    return f"({n})"
-
-
-def _tla_function(m: Record | FnMap, out: list[str]) -> None:
-    if not m:
-        # TLC equates <<>> with every function on the empty domain.
-        out.append("<<>>")
-        return
-    # Both classes iterate in canonical key order.
-    pairs = [(_key_segment(k), k, x) for k, x in m.items()]
-    if all(type(k) is str and _is_field(k) for k in m):
-        out.append("[")
-        _tla_items(pairs, out, ", ", " |-> ")
-        out.append("]")
-    else:
-        out.append("(")
-        _tla_items(pairs, out, " @@ ", " :> ")
-        out.append(")")
-
-
-def _tla_items(items: list[tuple[str, Any, Any]], out: list[str], sep: str, arrow: str) -> None:
-    """Write `key arrow value` (or only the value when arrow is empty), separated by sep."""
-    for i, (segment, key, x) in enumerate(items):
-        if i:
-            out.append(sep)
-        try:
-            if arrow == " |-> ":
-                out.append(key)
-            elif arrow:
-                _tla(key, out)
-            out.append(arrow)
-            _tla(x, out)
-        except _Unsupported as exc:
-            exc.path.append(segment)
-            raise
-
-
-def _is_field(key: str) -> bool:
-    return (
-        _IDENT.fullmatch(key) is not None
-        and key not in _RESERVED
-        and not key.startswith(("WF_", "SF_"))
-    )
-
-
-def _canonical_order(values: Iterable[Any]) -> list[Any]:
-    items = list(values)
-    fast = _fast_sort_keys(items)
-    if fast is None:
-        return sorted(items, key=lambda x: _ENCODE(_enc(x)))
-    return [items[i] for i in sorted(range(len(items)), key=fast.__getitem__)]

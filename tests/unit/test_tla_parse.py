@@ -1,4 +1,4 @@
-"""tracing.tla_parse: values and states as TLC prints them, and module declarations."""
+"""tracing.tla_parse: values and states as TLC prints them."""
 
 from __future__ import annotations
 
@@ -9,17 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.errors import SpecError, TLCError
-from tracing.tla_parse import (
-    ModelValue,
-    normalize,
-    parse_state,
-    parse_value,
-    read_module,
-    read_string_set,
-)
+from protocols.errors import TLCError
+from tracing.tla_literal import to_tla
+from tracing.tla_parse import ModelValue, normalize, parse_state, parse_value
 from tracing.tlc import parse_dump, run_tlc
-from tracing.values import FnMap, Record, canonical_json, to_tla
+from tracing.values import FnMap, Record, canonical_json
 
 
 def same(a: Any, b: Any) -> bool:
@@ -116,9 +110,9 @@ def test_normalize_maps_sequences_and_empty_functions_to_tlc_form() -> None:
     assert normalize(frozenset({Record({"a": FnMap()})})) == frozenset({Record({"a": ()})})
 
 
-# --- round trip through values.to_tla ---------------------------------------
+# --- round trip through tla_literal.to_tla ----------------------------------
 
-# What values.to_tla accepts in a string: printable ASCII but the backtick
+# What tla_literal.to_tla accepts in a string: printable ASCII but the backtick
 # (which SANY refuses inside strings), and four control characters.
 _CHARS = [c for c in map(chr, range(0x20, 0x7F)) if c != "`"] + ["\n", "\t", "\r", "\f"]
 _text = st.text(st.sampled_from(_CHARS))
@@ -187,54 +181,3 @@ def test_values_printed_by_tlc_parse_back_to_themselves(tmp_path: Path) -> None:
     for state in states:
         expected = _TLC_VALUES[state["i"] - 1]
         assert same(state["v"], expected), (state["v"], expected)
-
-
-# --- module declarations ----------------------------------------------------
-
-_MODULE = r"""
-Text before the module is not part of it: VARIABLES nope
----------------- MODULE Sample ----------------
-EXTENDS Naturals, TLC
-(* VARIABLE hidden  (* nested *) still a comment *)
-CONSTANTS N, \* a comment with VARIABLE inside
-          Op(_, _)
-CONSTANT Names
-VARIABLES x, \* the counter
-          y
-VARIABLE z
-S == "VARIABLE w == ===="
-f[n \in Nat] == n
-G(a, b) == a + b
-TraceActionNames == {"Init", "Inc" , "Reset"}
-=============================================
-VARIABLE after_the_end
-"""
-
-
-def test_read_module_finds_declarations_and_skips_comments_and_strings() -> None:
-    decls = read_module(_MODULE, "Sample.tla")
-    assert decls.name == "Sample"
-    assert decls.extends == ("Naturals", "TLC")
-    assert decls.constants == (("N", 0), ("Op", 2), ("Names", 0))
-    assert decls.variables == ("x", "y", "z")
-    assert {"S", "f", "G", "TraceActionNames"} <= decls.definitions
-
-
-def test_read_string_set_reads_the_literal_set() -> None:
-    assert read_string_set(_MODULE, "TraceActionNames") == ("Init", "Inc", "Reset")
-
-
-@pytest.mark.parametrize(
-    ("text", "match"),
-    [
-        ("no module here", "MODULE"),
-        ("---- MODULE A ----\nX == 1\n", "closing"),
-        ("---- MODULE A ----\n(* open\n====", "never closed"),
-        ('---- MODULE A ----\nTraceActionNames == {"a", b}\n====', "literal set"),
-        ("---- MODULE A ----\nTraceActionNames == Other\n====", "literal set"),
-        ("---- MODULE A ----\nX == 1\n====", "no definition"),
-    ],
-)
-def test_read_string_set_is_strict(text: str, match: str) -> None:
-    with pytest.raises(SpecError, match=match):
-        read_string_set(text, "TraceActionNames", "A.tla")
