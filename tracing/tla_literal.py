@@ -58,8 +58,18 @@ def is_identifier(name: str) -> bool:
 
 
 def unescape_string(literal: str) -> str:
-    """The string a TLA+ string literal, quotes included, stands for."""
-    return _ESCAPE.sub(lambda m: _UNESCAPES[m.group(1)], literal[1:-1])
+    """The string a TLA+ string literal, quotes included, stands for.
+
+    Raises ValueError for an escape TLA+ does not have, such as `\\q`.
+    """
+
+    def unescape(match: re.Match[str]) -> str:
+        try:
+            return _UNESCAPES[match.group(1)]
+        except KeyError:
+            raise ValueError(f"unknown escape \\{match.group(1)} in {literal}") from None
+
+    return _ESCAPE.sub(unescape, literal[1:-1])
 
 
 def to_tla(value: Any) -> str:

@@ -122,7 +122,10 @@ class _Parser:
     def value(self) -> Any:
         tok = self.next()
         if tok.kind == "string":
-            return unescape_string(tok.text)
+            try:
+                return unescape_string(tok.text)
+            except ValueError as exc:
+                raise TLCError(f"cannot read TLC's output: {exc}") from None
         if tok.kind == "int":
             return self.integer_or_interval(int(tok.text))
         if tok.kind == "ident":

@@ -197,7 +197,10 @@ def read_string_set(text: str, definition: str, origin: str = "module") -> tuple
             raise SpecError(
                 f"{origin}: {definition} must be a literal set of strings; found {tokens[i].text!r}"
             )
-        names.append(unescape_string(tokens[i].text))
+        try:
+            names.append(unescape_string(tokens[i].text))
+        except ValueError as exc:
+            raise SpecError(f"{origin}: {definition}: {exc}") from None
         i += 1
         if i < len(tokens) and tokens[i].text == ",":
             i += 1

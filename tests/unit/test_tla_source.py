@@ -54,3 +54,15 @@ def test_read_string_set_reads_the_literal_set() -> None:
 def test_read_string_set_is_strict(text: str, match: str) -> None:
     with pytest.raises(SpecError, match=match):
         read_string_set(text, "TraceActionNames", "A.tla")
+
+
+def test_unknown_escape_in_trace_action_names_is_a_spec_error() -> None:
+    import pytest
+
+    from protocols.errors import SpecError
+    from tracing.tla_source import read_string_set
+
+    with pytest.raises(SpecError, match="unknown escape"):
+        read_string_set(
+            '---- MODULE T ----\nTraceActionNames == {"a\\q"}\n====\n', "TraceActionNames"
+        )
