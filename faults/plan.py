@@ -155,7 +155,8 @@ class FaultPlan:
     def from_dict(cls, data: Any, where: str = "fault plan") -> FaultPlan:
         if not isinstance(data, Mapping):
             raise ConfigError(f"{where}: expected a JSON object, got {type(data).__name__}")
-        if data.get("schema", SCHEMA) != SCHEMA:
+        schema = data.get("schema", SCHEMA)
+        if isinstance(schema, bool) or not isinstance(schema, int) or schema != SCHEMA:
             raise ConfigError(f"{where}: schema {data.get('schema')!r} is not {SCHEMA}")
         unknown = sorted(set(data) - {"schema", "heal_tick", "crashes", "windows", "partitions"})
         if unknown:
@@ -207,10 +208,27 @@ class FaultPlan:
                 raise ConfigError(f"{where}: {w}: probability must be in [0, 1]")
             if w.kind == "delay" and w.delay_ticks_max < 1:
                 raise ConfigError(f"{where}: {w}: a delay window needs delay_ticks_max >= 1")
+            if w.kind != "delay" and w.delay_ticks_max != 0:
+                raise ConfigError(f"{where}: {w}: only a delay window has delay_ticks_max")
+            if w.links is not None and (
+                not w.links or any(a == b for a, b in w.links) or len(set(w.links)) < len(w.links)
+            ):
+                raise ConfigError(
+                    f"{where}: {w}: links must be null (every link) or distinct pairs "
+                    "of two different nodes"
+                )
             _span(w.start, w.end, self.heal_tick, f"{where}: {w}")
         for p in self.partitions:
-            if not p.src or not p.dst or set(p.src) & set(p.dst):
-                raise ConfigError(f"{where}: {p}: src and dst must be non-empty and disjoint")
+            if (
+                not p.src
+                or not p.dst
+                or set(p.src) & set(p.dst)
+                or len(set(p.src)) < len(p.src)
+                or len(set(p.dst)) < len(p.dst)
+            ):
+                raise ConfigError(
+                    f"{where}: {p}: src and dst must be non-empty, disjoint and without repeats"
+                )
             _span(p.start, p.end, self.heal_tick, f"{where}: {p}")
 
     def check_recoverable(self, nodes: Sequence[str], where: str = "fault plan") -> None:

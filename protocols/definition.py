@@ -34,6 +34,8 @@ class ProtocolDefinition(Protocol):
     net_lose_action: str
     net_duplicate_action: str
     variable_types: Mapping[str, str]  # spec variable -> TLA+ type, in spec order
+    # option name -> (simplest, most complex) bound that search mode draws from
+    workload_ranges: Mapping[str, tuple[int, int] | tuple[float, float]]
     source_files: Sequence[str]  # the modelled code, relative to the repository root
 
     @property

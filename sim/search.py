@@ -9,7 +9,6 @@ so the same command finds the same failure.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,14 +17,11 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
 from faults.plan import FaultPlan
-from faults.strategies import TWOPC_RANGES, fault_plans, workloads
+from faults.strategies import fault_plans, workloads
 from protocols import get_protocol
 from protocols.errors import ConfigError
 from sim.api import Outcome, nodes, run
 from sim.kernel import OUTCOME_OK
-
-# The workload ranges hypothesis draws from, per protocol.
-WORKLOAD_RANGES: dict[str, Mapping[str, Any]] = {"twopc": TWOPC_RANGES}
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,9 +39,7 @@ class SearchResult:
 
 
 def examples(protocol: str, horizon_ticks: int = 600) -> st.SearchStrategy[Example]:
-    ranges = WORKLOAD_RANGES.get(protocol)
-    if ranges is None:
-        raise ConfigError(f"search has no workload ranges for protocol {protocol!r}")
+    ranges = get_protocol(protocol).workload_ranges
 
     @st.composite
     def draw(draw_fn: st.DrawFn) -> Example:

@@ -37,6 +37,15 @@ class TwoPhaseCommit:
         "rmUp": "[RM -> BOOLEAN]",
         "msgs": f"[{_MSG} -> Nat \\ {{0}}] (a bag)",
     }
+    # What search mode draws workloads from; each range shrinks toward its
+    # first bound: two RMs, one transaction, every RM voting yes and none
+    # aborting on its own.
+    workload_ranges: Mapping[str, tuple[int, int] | tuple[float, float]] = {
+        "rm_count": (2, 4),
+        "tx_count": (1, 6),
+        "no_vote_probability": (0.0, 0.5),
+        "self_abort_probability": (0.0, 0.3),
+    }
     source_files: Sequence[str] = (
         "protocols/twopc/tm.py",
         "protocols/twopc/rm.py",
