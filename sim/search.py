@@ -22,6 +22,7 @@ from protocols import get_protocol
 from protocols.errors import ConfigError
 from sim.api import Outcome, nodes, run
 from sim.kernel import OUTCOME_OK
+from sim.shrinking import shrink_failure
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +34,7 @@ class Example:
 
 @dataclass(slots=True)
 class SearchResult:
-    examples_run: int  # how many inputs the search tried, shrinking included
+    examples_run: int  # how many runs the search took, both shrinking passes included
     first_failure_at: int | None  # the 1-based example that first failed
     failure: Outcome | None  # the shrunk failing run, or None when none failed
 
@@ -87,5 +88,9 @@ def search(
         )
     except NoSuchExample:
         return SearchResult(calls, None, None)
-    outcome = run(protocol, found.plan, seed=found.seed, bug=bug, options=found.options)
-    return SearchResult(calls, first_failure, outcome)
+    # Hypothesis shrinks the plan's encoding, which can stall with redundant
+    # faults left in; delta debugging on the plan itself finishes the job.
+    shrunk = shrink_failure(
+        protocol, found.seed, bug=bug, plan=found.plan, options=found.options
+    )
+    return SearchResult(calls + shrunk.shrink.runs, first_failure, shrunk.shrunk)

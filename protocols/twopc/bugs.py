@@ -17,6 +17,10 @@ class BugVariant:
     name: str
     breaks: str  # the property or properties that fail
     description: str
+    # The most faults a shrunk failing plan needs, and what they are: the
+    # quality tests hold shrinking to this.
+    minimal_faults: int
+    minimal_plan: str
 
 
 COMMIT_BEFORE_DURABLE = "commit-before-durable"
@@ -32,18 +36,24 @@ BUGS: dict[str, BugVariant] = {
             "agreement, atomicity",
             "the TM sends Commit before its commit record is synced; a TM crash in that "
             "window makes recovery presume abort while some RM already committed",
+            1,
+            "one TM crash between a Commit send and the commit record",
         ),
         BugVariant(
             ABORT_AFTER_PREPARE,
             "atomicity, agreement",
-            "an RM that voted Yes and hears nothing before its working timeout aborts on "
-            "its own, although only the TM may decide a prepared transaction",
+            "an RM that voted Yes and hears no decision within its inquiry interval aborts "
+            "on its own, although only the TM may decide a prepared transaction",
+            1,
+            "one fault that delays a decision (none when the seed's latencies already do)",
         ),
         BugVariant(
             TM_FORGETS_DECISION,
             "durability, agreement",
             "a recovering TM ignores the commit records in its log and presumes abort "
             "for every transaction it had begun",
+            1,
+            "one TM crash after a commit record is synced",
         ),
         BugVariant(
             COUNTS_DUPLICATE_VOTES,
@@ -51,6 +61,8 @@ BUGS: dict[str, BugVariant] = {
             "the TM counts Prepared messages instead of voters, so a duplicated or "
             "resent vote stands in for an RM that never voted Yes (a handler that is "
             "not idempotent)",
+            1,
+            "one message fault that makes a Yes vote arrive twice (a duplicate or a delay)",
         ),
     )
 }

@@ -1,8 +1,12 @@
 """Each two-phase commit bug variant is a promise: tlasim finds it.
 
-For every variant, a bounded swarm sweep must reach an oracle failure that
-names one of the properties the variant documents as broken, and TLC must
-reject the failing trace.
+For every variant:
+- a bounded swarm sweep reaches an oracle failure that names one of the
+  properties the variant documents as broken, and TLC rejects its trace;
+- shrinking that failure leaves no more faults than the variant needs
+  (`BugVariant.minimal_faults`), and the shrunk plan replays to the same
+  failure;
+- search mode (hypothesis) finds it too, within a bounded number of examples.
 """
 
 from __future__ import annotations
@@ -11,14 +15,19 @@ from pathlib import Path
 
 import pytest
 
-from protocols.twopc.bugs import BUGS
+from faults.plan import Crash
+from protocols.twopc.bugs import BUGS, COMMIT_BEFORE_DURABLE, TM_FORGETS_DECISION
 from sim.kernel import OUTCOME_SAFETY
 from sim.runner import run_seed
+from sim.search import search
+from sim.shrinking import broken_property, shrink_failure
 from tracing.validate import validate_trace
 
-# Measured: every variant fails within its first 100 seeds; 300 leaves room
-# for a change in the workload or fault draws without hiding a lost bug.
+# Measured: every variant fails within its first 45 swarm seeds; 300 leaves
+# room for a change in the workload or fault draws without hiding a lost bug.
 SEED_BUDGET = 300
+# Measured: search finds every variant within its first 30 examples.
+SEARCH_EXAMPLES = 150
 
 
 def first_failing_seed(bug: str, tmp_path: Path) -> tuple[int, str, Path]:
@@ -32,21 +41,50 @@ def first_failing_seed(bug: str, tmp_path: Path) -> tuple[int, str, Path]:
     pytest.fail(f"bug {bug} was not found by the oracles in {SEED_BUDGET} seeds")
 
 
+def documented(bug: str, failure: str) -> bool:
+    return failure.split(":")[0] in [p.strip() for p in BUGS[bug].breaks.split(",")]
+
+
 @pytest.mark.parametrize("bug", sorted(BUGS))
 def test_twopc_bug_variant_is_found_by_oracle_and_rejected_by_tlc(
     bug: str, tmp_path: Path
 ) -> None:
     seed, failure, trace = first_failing_seed(bug, tmp_path)
-    broken = [prop.strip() for prop in BUGS[bug].breaks.split(",")]
-    assert failure.split(":")[0] in broken, (seed, failure)
+    assert documented(bug, failure), (seed, failure)
 
     verdict = validate_trace(trace)
     assert not verdict.accepted, f"TLC accepted the failing trace of seed {seed}"
     assert verdict.divergence is not None
 
 
-def test_correct_twopc_passes_the_same_seeds_the_bugs_fail(tmp_path: Path) -> None:
+@pytest.mark.parametrize("bug", sorted(BUGS))
+def test_twopc_bug_variant_shrinks_to_the_faults_it_needs(bug: str, tmp_path: Path) -> None:
+    seed, failure, _ = first_failing_seed(bug, tmp_path)
+    shrunk = shrink_failure("twopc", seed, bug=bug)
+    plan = shrunk.shrunk.result.plan
+    assert plan.size <= BUGS[bug].minimal_faults, plan.describe()
+    assert plan.size <= shrunk.original.result.plan.size
+    assert broken_property(shrunk.shrunk) == failure.split(":")[0]
+    if bug in (COMMIT_BEFORE_DURABLE, TM_FORGETS_DECISION):
+        assert [type(f) for f in plan.faults()] == [Crash]
+        assert plan.crashes[0].node == "tm"
+
+
+@pytest.mark.parametrize("bug", sorted(BUGS))
+def test_twopc_bug_variant_is_found_by_search_mode(bug: str) -> None:
+    found = search("twopc", bug=bug, max_examples=SEARCH_EXAMPLES)
+    assert found.failure is not None, f"search did not find {bug} in {SEARCH_EXAMPLES} examples"
+    assert found.failure.result.failure is not None
+    assert documented(bug, found.failure.result.failure)
+    assert found.failure.result.plan.size <= BUGS[bug].minimal_faults
+
+
+def test_correct_twopc_passes_the_same_seeds_the_bugs_fail() -> None:
     """The oracles do not fire on the correct protocol (no false alarms)."""
     for seed in range(100):
         result = run_seed("twopc", seed).result
         assert result.ok, (seed, result.failure)
+
+
+def test_search_finds_nothing_in_the_correct_protocol() -> None:
+    assert search("twopc", max_examples=60).failure is None
