@@ -68,9 +68,16 @@ class Outcome:
     def ok(self) -> bool:
         return self.result.outcome == OUTCOME_OK
 
-    def report(self, *, original_plan_size: int | None = None) -> FailureReport:
+    def report(
+        self, *, original_plan_size: int | None = None, plan_path: Path | None = None
+    ) -> FailureReport:
+        """The failure report; the plan is saved to `plan_path` (or the failure dir)."""
         result = self.result
-        plan_path = save_plan(self.protocol, result.seed, result.plan)
+        if plan_path is None:
+            plan_path = save_plan(self.protocol, result.seed, result.plan)
+        else:
+            plan_path.parent.mkdir(parents=True, exist_ok=True)
+            plan_path.write_text(result.plan.to_json())
         return FailureReport(
             protocol=self.protocol,
             seed=result.seed,

@@ -1,40 +1,42 @@
-"""A sweep of many seeds, run in batches on a process pool, each run checked and validated.
+"""A sweep of many seeds, run in batches, each run checked, validated and recorded.
 
-A task is always a batch of seeds, never one seed, so process start-up and
-TLC's JVM start are paid per batch rather than per seed where possible.
+A task is always a batch of seeds, never one seed, so process start-up, task
+scheduling and pickling are paid per batch rather than per seed. Batches run
+in this process (one worker), on a local process pool, or on Dask
+(sim/executors.py). With a results database (sim/results.py), this process
+records each batch as it arrives, in one transaction, and a resumed campaign
+runs only the seeds that no transaction recorded.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from protocols.errors import ConfigError
-from sim.kernel import OUTCOME_OK
+from sim.executors import make_executor
+from sim.kernel import OUTCOME_OK, RunResult
 from sim.options import SimOptions
+from sim.results import ResultsDB, SeedOutcome
 from sim.runner import run_seed
 
+__all__ = [
+    "VALIDATE_MODES",
+    "SeedOutcome",
+    "batches",
+    "options_json",
+    "parse_seed_range",
+    "run_batch",
+    "run_campaign",
+]
+
 VALIDATE_MODES = ("all", "failures", "none")
-
-
-@dataclass(frozen=True, slots=True)
-class SeedOutcome:
-    seed: int
-    outcome: str  # ok, safety or liveness
-    failure: str | None
-    steps: int
-    last_tick: int
-    crashes: int
-    messages_lost: int
-    messages_duplicated: int
-    validation: str  # accepted, rejected or skipped
-    rejection: str | None  # the first unexplained line, when rejected
-    tlc_seconds: float
-    trace_path: str | None  # kept for failures and rejections
 
 
 def parse_seed_range(text: str) -> range:
@@ -95,6 +97,7 @@ def run_batch(
                     crashes=result.stats.crashes,
                     messages_lost=result.stats.messages_lost,
                     messages_duplicated=result.stats.messages_duplicated,
+                    plan_json=_plan_json(result),
                     validation=validation,
                     rejection=rejection,
                     tlc_seconds=tlc_seconds,
@@ -104,7 +107,24 @@ def run_batch(
     return outcomes
 
 
-def batches(seeds: range, batch_size: int) -> Iterator[list[int]]:
+def _plan_json(result: RunResult) -> str:
+    """The fault plan a run carried out, as compact JSON (FaultPlan.from_dict reads it)."""
+    return json.dumps(result.plan.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
+def options_json(options: SimOptions | None) -> str:
+    """The run options as canonical JSON: part of a campaign's identity in the database.
+
+    An explicit fault plan is stored as FaultPlan.to_dict() gives it, so that
+    the options of a recorded campaign can be read back into a plan.
+    """
+    chosen = options or SimOptions()
+    data = dataclasses.asdict(chosen)
+    data["faults"] = None if chosen.faults is None else chosen.faults.to_dict()
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def batches(seeds: Sequence[int], batch_size: int) -> Iterator[list[int]]:
     for start in range(0, len(seeds), batch_size):
         yield list(seeds[start : start + batch_size])
 
@@ -118,30 +138,71 @@ def run_campaign(
     workers: int = 1,
     trace_dir: str | None = None,
     batch_size: int | None = None,
+    options: SimOptions | None = None,
+    db: ResultsDB | str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    dask: str | bool | None = None,
     on_batch: Callable[[list[SeedOutcome]], None] | None = None,
+    on_resume: Callable[[list[SeedOutcome]], None] | None = None,
 ) -> list[SeedOutcome]:
+    """Run every seed of `seeds` not yet recorded; return all of them, in seed order.
+
+    `db` records each batch as it finishes. `resume` continues the campaign
+    with the same key (protocol, bug, seed range, options) in `db`; without
+    it, such a campaign is an error, so a sweep is never run twice into one
+    database by accident. `on_resume` hears once of the seeds recorded
+    before, `on_batch` of each new batch after it is recorded.
+
+    `dask` runs batches on the Dask scheduler at that address, or on a new
+    LocalCluster of `workers` processes when True; otherwise `workers`
+    processes run them (one: this process).
+    """
     if validate not in VALIDATE_MODES:
         raise ConfigError(f"--validate {validate!r}: expected one of {', '.join(VALIDATE_MODES)}")
     if workers < 1:
         raise ConfigError(f"--workers {workers}: must be at least 1")
-    size = batch_size or max(1, min(10, len(seeds) // (workers * 4) or 1))
-    outcomes: list[SeedOutcome] = []
-
-    def collect(batch: list[SeedOutcome]) -> None:
-        outcomes.extend(batch)
-        if on_batch is not None:
-            on_batch(batch)
-
-    if workers == 1:
-        for chunk in batches(seeds, size):
-            collect(run_batch(protocol, chunk, bug, validate, trace_dir))
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = [
-                pool.submit(run_batch, protocol, chunk, bug, validate, trace_dir)
-                for chunk in batches(seeds, size)
-            ]
-            for future in as_completed(futures):
-                collect(future.result())
+    if batch_size is not None and batch_size < 1:
+        raise ConfigError(f"batch size {batch_size}: must be at least 1")
+    if isinstance(dask, str) and not dask.strip():
+        raise ConfigError("--dask: the scheduler address is empty; give tcp://host:port")
+    if resume and db is None:
+        raise ConfigError("--resume needs --db: the database of the campaign to resume")
+    with _opened(db) as store:
+        campaign_id = None
+        outcomes: list[SeedOutcome] = []
+        if store is not None:
+            campaign_id = store.open_campaign(
+                protocol, bug, seeds, options_json(options), validate, resume=resume
+            ).id
+            outcomes = store.outcomes(campaign_id)
+            if outcomes and on_resume is not None:
+                on_resume(list(outcomes))
+        finished = {o.seed for o in outcomes}
+        todo = [seed for seed in seeds if seed not in finished]
+        if not todo:
+            # Nothing left: do not start a pool or a cluster just to stop it.
+            return outcomes
+        size = batch_size or max(1, min(10, len(todo) // (workers * 4) or 1))
+        work = partial(
+            run_batch, protocol, bug=bug, validate=validate, trace_dir=trace_dir, options=options
+        )
+        with make_executor(workers, dask) as executor:
+            for batch in executor.map_unordered(work, batches(todo, size)):
+                # Recorded before anyone hears of it, so what was reported is on disk.
+                if store is not None and campaign_id is not None:
+                    store.record(campaign_id, batch)
+                outcomes.extend(batch)
+                if on_batch is not None:
+                    on_batch(batch)
     outcomes.sort(key=lambda o: o.seed)
     return outcomes
+
+
+@contextmanager
+def _opened(db: ResultsDB | str | os.PathLike[str] | None) -> Iterator[ResultsDB | None]:
+    """`db` as a ResultsDB; closed afterwards only if it was opened here."""
+    if db is None or isinstance(db, ResultsDB):
+        yield db
+        return
+    with ResultsDB(db) as store:
+        yield store

@@ -384,3 +384,88 @@ def campaign(
         sys.exit(exitcodes.LIVENESS)
     if any(o.validation == "rejected" for o in outcomes):
         sys.exit(exitcodes.TRACE_REJECTED)
+
+
+def _exit_for(outcome: str) -> None:
+    if outcome == OUTCOME_SAFETY:
+        sys.exit(exitcodes.SAFETY)
+    if outcome == OUTCOME_LIVENESS:
+        sys.exit(exitcodes.LIVENESS)
+
+
+@main.command(epilog=_exit_code_help())
+@protocol_argument
+@click.option("--bug", default=None, help="Switch on a named bug variant (see `tlasim bugs`).")
+@click.option("--examples", type=int, default=200, show_default=True,
+              help="How many inputs hypothesis may try before shrinking.")
+@click.option("--search-seed", type=int, default=0, show_default=True,
+              help="Seeds the search itself: the same value finds the same failure.")
+@guarded
+def search(protocol: str, bug: str | None, examples: int, search_seed: int) -> None:
+    """Let hypothesis draw seeds, workloads and fault plans; shrink what fails."""
+    from sim.search import search as run_search
+
+    definition = get_protocol(protocol)
+    if bug is not None and bug not in definition.bugs:
+        raise ConfigError(f"unknown {protocol} bug {bug!r}; known: {', '.join(definition.bugs)}")
+    out.print(
+        f"search protocol={protocol} bug={bug} examples={examples} search_seed={search_seed}",
+        markup=False,
+    )
+    found = run_search(protocol, bug=bug, max_examples=examples, search_seed=search_seed)
+    if found.failure is None:
+        out.print(f"no failure in {found.examples_run} examples", markup=False)
+        return
+    out.print(
+        f"first failure at example {found.first_failure_at}; "
+        f"{found.examples_run} runs in all, shrinking included",
+        markup=False,
+    )
+    out.print(found.failure.report().render(), markup=False)
+    _exit_for(found.failure.result.outcome)
+
+
+@main.command(epilog=_exit_code_help())
+@protocol_argument
+@click.option("--seed", type=int, required=True, help="The failing seed.")
+@click.option("--bug", default=None)
+@click.option("--plan", "plan_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Shrink this plan (default: the seed's swarm plan).")
+@click.option("--set", "protocol_overrides", multiple=True, metavar="KEY=VALUE")
+@click.option("--max-runs", type=int, default=300, show_default=True,
+              help="The most simulation runs shrinking may take.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the shrunk plan here (default: under .tlasim/failures).")
+@guarded
+def shrink(
+    protocol: str,
+    seed: int,
+    bug: str | None,
+    plan_path: Path | None,
+    protocol_overrides: tuple[str, ...],
+    max_runs: int,
+    out_path: Path | None,
+) -> None:
+    """Minimize the fault plan of a failing seed by delta debugging."""
+    from sim.shrinking import shrink_failure
+
+    definition = get_protocol(protocol)
+    if bug is not None and bug not in definition.bugs:
+        raise ConfigError(f"unknown {protocol} bug {bug!r}; known: {', '.join(definition.bugs)}")
+    shrunk = shrink_failure(
+        protocol,
+        seed,
+        bug=bug,
+        plan=_fault_plan("swarm", plan_path),
+        options=_parse_assignments(protocol_overrides, "--set"),
+        max_runs=max_runs,
+    )
+    before = shrunk.original.result.plan.size
+    out.print(
+        f"shrunk {before} fault(s) to {shrunk.shrunk.result.plan.size} in {shrunk.shrink.runs} "
+        "runs" + (" (run budget exhausted)" if shrunk.shrink.exhausted else ""),
+        markup=False,
+    )
+    report = shrunk.shrunk.report(original_plan_size=before, plan_path=out_path)
+    out.print(report.render(), markup=False)
+    _exit_for(shrunk.shrunk.result.outcome)

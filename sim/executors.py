@@ -1,0 +1,201 @@
+"""Where a campaign's batches run: in this process, on a process pool, or on Dask.
+
+Every executor takes a function and the batches to apply it to, and yields
+results as they finish, in any order. Results come back to the caller, which
+alone writes them down, so one process writes the results database however
+many compute.
+
+At most IN_FLIGHT_PER_WORKER batches per worker are submitted at a time,
+never the whole campaign: memory stays flat on a million seeds, and stopping
+early (an error, Ctrl-C) leaves little queued work to cancel.
+
+Dask workers import `sim` by name, so on a remote cluster tlasim must be
+installed on every worker, at the same version. A worker writes kept traces
+to `trace_dir` on its own machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from itertools import islice
+from types import TracebackType
+from typing import Any, TypeVar
+
+from protocols.errors import ConfigError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+IN_FLIGHT_PER_WORKER = 4  # batches queued per worker, so none idles between two
+CONNECT_TIMEOUT_SECONDS = 5.0  # how long to try a Dask scheduler before giving up
+
+
+class BatchExecutor(ABC):
+    @abstractmethod
+    def map_unordered(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        """Apply `fn` to every item; yield each result as soon as it is ready."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop every worker; queued items that have not started are dropped."""
+
+    def __enter__(self) -> BatchExecutor:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class InlineExecutor(BatchExecutor):
+    """Runs every batch here, in order: nothing to start, and nothing to pickle."""
+
+    def map_unordered(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        for item in items:
+            yield fn(item)
+
+    def close(self) -> None:
+        pass
+
+
+class ProcessPool(BatchExecutor):
+    def __init__(self, workers: int) -> None:
+        self._pool = ProcessPoolExecutor(max_workers=workers)
+        self._window = workers * IN_FLIGHT_PER_WORKER
+
+    def map_unordered(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        queue = iter(items)
+        pending: set[Future[R]] = {
+            self._pool.submit(fn, item) for item in islice(queue, self._window)
+        }
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            # Refill before handing results over, so workers stay busy while
+            # the caller writes them down.
+            pending |= {self._pool.submit(fn, item) for item in islice(queue, len(done))}
+            for future in done:
+                yield future.result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class DaskExecutor(BatchExecutor):
+    """Runs batches on a Dask cluster: the one at `address`, or a new LocalCluster."""
+
+    def __init__(self, address: str | None, workers: int) -> None:
+        distributed = _import("distributed")
+        self._cluster: Any = None
+        self._client: Any
+        if address is None:
+            # One single-threaded process per worker, like the process pool:
+            # a run holds the GIL throughout, so threads would not help.
+            self._cluster = distributed.LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
+            try:
+                self._client = distributed.Client(self._cluster, set_as_default=False)
+            except BaseException:
+                self._cluster.close()
+                raise
+        else:
+            _probe_scheduler(address)
+            try:
+                self._client = distributed.Client(
+                    address, timeout=CONNECT_TIMEOUT_SECONDS, set_as_default=False
+                )
+            except Exception as exc:  # as in _probe_scheduler: anything can come back
+                raise _unreachable(address, exc) from None
+        threads = sum(self._client.nthreads().values())
+        self._window = max(threads, workers, 1) * IN_FLIGHT_PER_WORKER
+
+    def map_unordered(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        queue = iter(items)
+        # pure=False: every batch is a new task, never a cached result of another.
+        # loop=: the client is not the process-wide default (set_as_default=False,
+        # so a user's own Dask client is left alone), so name its event loop.
+        running = _import("distributed").as_completed(
+            [self._client.submit(fn, item, pure=False) for item in islice(queue, self._window)],
+            loop=self._client.loop,
+        )
+        for future in running:
+            result: R = future.result()
+            for item in islice(queue, 1):
+                running.add(self._client.submit(fn, item, pure=False))
+            yield result
+
+    def close(self) -> None:
+        # The client first: closing it cancels this campaign's tasks on a
+        # shared cluster; then the LocalCluster, which stops its workers.
+        self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+
+
+def _import(name: str) -> Any:
+    """Import a Dask module on first use, typed as Any.
+
+    Dask is imported only when a campaign asks for it, since it takes a
+    second to load. Its API is mostly unannotated, which mypy --strict
+    would refuse call by call; this one boundary takes it as Any instead.
+    """
+    return importlib.import_module(name)
+
+
+def _unreachable(address: str, exc: BaseException) -> ConfigError:
+    if isinstance(exc, ValueError):
+        return ConfigError(
+            f"--dask {address}: not a scheduler address ({exc}); expected one such as "
+            "tcp://host:8786, or --dask alone for a local cluster"
+        )
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if isinstance(exc, OSError):  # refused, unresolvable, or silent until the timeout
+        return ConfigError(
+            f"--dask {address}: no Dask scheduler answered within "
+            f"{CONNECT_TIMEOUT_SECONDS:g} s ({detail})"
+        )
+    return ConfigError(f"--dask {address}: what answered there is not a Dask scheduler ({detail})")
+
+
+def _probe_scheduler(address: str) -> None:
+    """Fail fast, with a ConfigError, unless a Dask scheduler answers at `address`.
+
+    Connecting a Client to something that is not a scheduler can fail with
+    any exception (a garbage handshake reads as a huge frame: MemoryError),
+    and the half-built Client then blocks for seconds while it is collected.
+    A bare connection and handshake, tried first, fails cleanly.
+    """
+    connect = _import("distributed.comm").connect
+
+    async def handshake() -> None:
+        comm = await connect(address, timeout=CONNECT_TIMEOUT_SECONDS)
+        await comm.close()
+
+    try:
+        asyncio.run(handshake())
+    except Exception as exc:  # see the docstring: anything can come back
+        raise _unreachable(address, exc) from None
+
+
+def make_executor(workers: int, dask: str | bool | None) -> BatchExecutor:
+    """The executor a campaign asked for: `dask` True means a LocalCluster."""
+    if dask is True:
+        return DaskExecutor(None, workers)
+    if isinstance(dask, str):
+        return DaskExecutor(dask, workers)
+    if workers == 1:
+        return InlineExecutor()
+    return ProcessPool(workers)

@@ -1,0 +1,68 @@
+"""One printed command replays a failure exactly: the same trace, byte for byte."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from faults.plan import FaultPlan
+from sim.cli import main
+from sim.options import SimOptions
+from sim.runner import run_seed
+from sim.shrinking import shrink_failure
+
+
+@pytest.fixture(autouse=True)
+def failure_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TLASIM_FAILURE_DIR", str(tmp_path / "failures"))
+    return tmp_path / "failures"
+
+
+def test_reproduce_command_of_a_shrunk_failure_replays_the_same_trace(tmp_path: Path) -> None:
+    shrunk = shrink_failure("twopc", 41, bug="commit-before-durable")
+    report = shrunk.shrunk.report()
+    argv = shlex.split(report.reproduce)
+    assert argv[:2] == ["tlasim", "run"]
+
+    replayed = tmp_path / "replayed.ndjson"
+    result = CliRunner().invoke(main, [*argv[1:], "--trace", str(replayed)])
+    assert result.exit_code == 1, result.output
+    assert shrunk.shrunk.result.failure is not None
+    assert shrunk.shrunk.result.failure in result.output
+
+    plan = FaultPlan.from_json(Path(argv[argv.index("--plan") + 1]).read_text())
+    assert plan == shrunk.shrunk.result.plan
+    direct = tmp_path / "direct.ndjson"
+    run_seed("twopc", 41, bug="commit-before-durable", options=SimOptions(faults=plan),
+             trace_path=direct)
+    assert replayed.read_bytes() == direct.read_bytes()
+
+
+def test_shrink_command_reports_the_minimal_plan(tmp_path: Path) -> None:
+    out = tmp_path / "min.plan.json"
+    result = CliRunner().invoke(
+        main,
+        ["shrink", "twopc", "--seed", "41", "--bug", "commit-before-durable", "--out", str(out)],
+    )
+    assert result.exit_code == 1, result.output
+    assert "shrunk 7 fault(s) to 1" in result.output
+    assert FaultPlan.from_json(out.read_text()).size == 1
+    assert f"--plan {out}" in result.output
+
+
+def test_shrink_of_a_passing_seed_is_a_usage_error() -> None:
+    result = CliRunner().invoke(main, ["shrink", "twopc", "--seed", "3"])
+    assert result.exit_code == 2
+    assert "no failure to shrink" in result.output
+
+
+def test_search_command_reports_a_shrunk_failure() -> None:
+    result = CliRunner().invoke(
+        main, ["search", "twopc", "--bug", "tm-forgets-decision", "--examples", "150"]
+    )
+    assert result.exit_code == 1, result.output
+    assert "FAILURE safety: durability" in result.output
+    assert "reproduce: tlasim run twopc" in result.output
