@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -64,18 +65,24 @@ def run_batch(
     options: SimOptions | None = None,
 ) -> list[SeedOutcome]:
     """Run and validate a batch of seeds; this is the unit of work a worker takes."""
-    # Imported here so a worker that never validates never loads the validator.
-    from tracing.validate import validate_trace
-
+    # A trace is written only when something reads it: TLC, or a kept file.
+    write_traces = validate != "none" or trace_dir is not None
+    suffix = (options or SimOptions()).trace_format
     outcomes = []
     with tempfile.TemporaryDirectory(prefix="tlasim-batch-") as scratch:
         for seed in seeds:
-            path = Path(scratch) / f"{protocol}-{seed}.ndjson"
-            run = run_seed(protocol, seed, bug=bug, options=options, trace_path=path)
+            path = Path(scratch) / f"{protocol}-{seed}.{suffix}"
+            run = run_seed(
+                protocol, seed, bug=bug, options=options,
+                trace_path=path if write_traces else None,
+            )
             result = run.result
             failed = result.outcome != OUTCOME_OK
             validation, rejection, tlc_seconds = "skipped", None, 0.0
             if validate == "all" or (validate == "failures" and failed):
+                # Imported here so a worker that never validates never loads the validator.
+                from tracing.validate import validate_trace
+
                 verdict = validate_trace(path)
                 tlc_seconds = verdict.tlc_seconds
                 validation = "accepted" if verdict.accepted else "rejected"
@@ -85,7 +92,9 @@ def run_batch(
             if trace_dir is not None and (failed or validation == "rejected"):
                 target = Path(trace_dir) / path.name
                 target.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(path, target)
+                # move, not os.replace: the scratch directory is often on
+                # another filesystem (a tmpfs /tmp), where a rename fails.
+                shutil.move(path, target)
                 kept = str(target)
             outcomes.append(
                 SeedOutcome(

@@ -11,7 +11,10 @@ early (an error, Ctrl-C) leaves little queued work to cancel.
 
 Dask workers import `sim` by name, so on a remote cluster tlasim must be
 installed on every worker, at the same version. A worker writes kept traces
-to `trace_dir` on its own machine.
+to `trace_dir` on its own machine. A LocalCluster starts its workers with
+multiprocessing's spawn, which re-imports the caller's main module: a script
+that runs a campaign on Dask needs the `if __name__ == "__main__":` guard
+(the `tlasim` command and `python -m sim` are safe as they are).
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import os
+import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -33,6 +39,7 @@ R = TypeVar("R")
 
 IN_FLIGHT_PER_WORKER = 4  # batches queued per worker, so none idles between two
 CONNECT_TIMEOUT_SECONDS = 5.0  # how long to try a Dask scheduler before giving up
+PARENT_CHECK_SECONDS = 0.5  # how often a pool worker checks that the campaign still runs
 
 
 class BatchExecutor(ABC):
@@ -69,7 +76,9 @@ class InlineExecutor(BatchExecutor):
 
 class ProcessPool(BatchExecutor):
     def __init__(self, workers: int) -> None:
-        self._pool = ProcessPoolExecutor(max_workers=workers)
+        self._pool = ProcessPoolExecutor(
+            max_workers=workers, initializer=_exit_with_parent, initargs=(os.getpid(),)
+        )
         self._window = workers * IN_FLIGHT_PER_WORKER
 
     def map_unordered(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
@@ -87,6 +96,22 @@ class ProcessPool(BatchExecutor):
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """In a pool worker: exit as soon as the campaign process is gone.
+
+    A worker blocked on the pool's queue never sees its parent die (every
+    worker holds both ends of the queue's pipe), so after a SIGKILL of the
+    campaign it would wait forever. Reparenting is the one sign it gets.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="tlasim-parent-watch", daemon=True).start()
 
 
 class DaskExecutor(BatchExecutor):
@@ -184,10 +209,21 @@ def _probe_scheduler(address: str) -> None:
         comm = await connect(address, timeout=CONNECT_TIMEOUT_SECONDS)
         await comm.close()
 
-    try:
-        asyncio.run(handshake())
-    except Exception as exc:  # see the docstring: anything can come back
-        raise _unreachable(address, exc) from None
+    failure: list[BaseException] = []
+
+    def probe() -> None:
+        try:
+            asyncio.run(handshake())
+        except Exception as exc:  # see the docstring: anything can come back
+            failure.append(exc)
+
+    # A thread of its own, so the probe works even where the caller already
+    # runs an event loop (a notebook), in which asyncio.run() is refused.
+    thread = threading.Thread(target=probe, name="tlasim-dask-probe", daemon=True)
+    thread.start()
+    thread.join()
+    if failure:
+        raise _unreachable(address, failure[0]) from None
 
 
 def make_executor(workers: int, dask: str | bool | None) -> BatchExecutor:

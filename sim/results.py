@@ -172,14 +172,14 @@ class ResultsDB:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         _check_file(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             # isolation_level=None: transactions are begun and committed
             # explicitly below, never implicitly by the sqlite3 module.
             self._conn = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None
             )
-        except sqlite3.Error as exc:
+        except (OSError, sqlite3.Error) as exc:
             raise ConfigError(f"results database {self.path}: cannot open: {exc}") from None
         try:
             with self._guard():
@@ -247,6 +247,9 @@ class ResultsDB:
             yield
         except sqlite3.IntegrityError:
             raise
+        except sqlite3.OperationalError as exc:
+            # Locked, unreadable, read-only or out of space: the file may be fine.
+            raise ConfigError(f"results database {self.path}: {exc}") from None
         except sqlite3.DatabaseError as exc:
             raise ConfigError(
                 f"{self.path} is not a tlasim results database, or it is damaged "
