@@ -20,10 +20,11 @@ from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
+from faults.plan import FaultPlan
 from protocols.errors import ConfigError
 from sim.executors import make_executor
 from sim.kernel import OUTCOME_OK, RunResult
-from sim.options import SimOptions
+from sim.options import NetworkOptions, SimOptions
 from sim.results import ResultsDB, SeedOutcome
 from sim.runner import run_seed
 
@@ -131,6 +132,21 @@ def options_json(options: SimOptions | None) -> str:
     data = dataclasses.asdict(chosen)
     data["faults"] = None if chosen.faults is None else chosen.faults.to_dict()
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def sim_options_from_json(text: str) -> SimOptions:
+    """The inverse of `options_json`: the options a recorded campaign ran with."""
+    try:
+        data = json.loads(text)
+        plan = data.pop("faults")
+        network = NetworkOptions(**data.pop("network"))
+        return SimOptions(
+            network=network,
+            faults=None if plan is None else FaultPlan.from_dict(plan),
+            **data,
+        )
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ConfigError(f"the stored campaign options cannot be read: {exc}") from None
 
 
 def batches(seeds: Sequence[int], batch_size: int) -> Iterator[list[int]]:

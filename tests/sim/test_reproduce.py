@@ -66,3 +66,60 @@ def test_search_command_reports_a_shrunk_failure() -> None:
     assert result.exit_code == 1, result.output
     assert "FAILURE safety: durability" in result.output
     assert "reproduce: tlasim run twopc" in result.output
+
+
+def test_campaign_reports_each_failure_with_commands_that_replay_it(tmp_path: Path) -> None:
+    db = tmp_path / "results.db"
+    result = CliRunner().invoke(
+        main,
+        ["campaign", "twopc", "--seeds", "0:12", "--bug", "tm-forgets-decision", "--workers",
+         "1", "--validate", "none", "--db", str(db), "--trace-dir", str(tmp_path / "traces")],
+    )
+    assert result.exit_code == 1, result.output
+    assert "FAILURE safety: durability" in result.output
+    assert "(shrunk from" in result.output
+    repro_line = next(line for line in result.output.splitlines() if "tlasim repro" in line)
+    failure_id = repro_line.split()[-1]
+
+    replay = CliRunner().invoke(
+        main, ["repro", str(db), failure_id, "--trace", str(tmp_path / "again.ndjson")]
+    )
+    assert replay.exit_code == 1, replay.output
+    recorded = next(line for line in replay.output.splitlines() if line.startswith("recorded:"))
+    replayed = next(line for line in replay.output.splitlines() if line.startswith("replayed:"))
+    assert recorded.split(":", 1)[1] == replayed.split(":", 1)[1]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["campaign", "twopc", "--seeds", "0:3", "--resume"],
+        ["repro", "/no/such/results.db", "1:3"],
+    ],
+)
+def test_campaign_and_repro_bad_input_is_a_usage_error(args: list[str]) -> None:
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+
+
+def test_campaign_refuses_a_corrupt_database_and_leaves_it_alone(tmp_path: Path) -> None:
+    db = tmp_path / "results.db"
+    db.write_bytes(b"not a database at all" * 100)
+    before = db.read_bytes()
+    result = CliRunner().invoke(
+        main, ["campaign", "twopc", "--seeds", "0:3", "--db", str(db), "--validate", "none"]
+    )
+    assert result.exit_code == 2, result.output
+    assert db.read_bytes() == before
+
+
+def test_repro_of_an_unknown_failure_is_a_usage_error(tmp_path: Path) -> None:
+    db = tmp_path / "results.db"
+    ok = CliRunner().invoke(
+        main, ["campaign", "twopc", "--seeds", "0:3", "--db", str(db), "--validate", "none",
+               "--workers", "1"]
+    )
+    assert ok.exit_code == 0, ok.output
+    result = CliRunner().invoke(main, ["repro", str(db), "1:999"])
+    assert result.exit_code == 2, result.output
