@@ -1,7 +1,7 @@
 """Each two-phase commit bug variant is a promise: tlasim finds it.
 
 For every variant:
-- a bounded swarm sweep reaches an oracle failure that names one of the
+- a swarm campaign over a fixed seed budget reaches an oracle failure that names one of the
   properties the variant documents as broken, and TLC rejects its trace;
 - shrinking that failure leaves no more faults than the variant needs
   (`BugVariant.minimal_faults`), and the shrunk plan replays to the same
@@ -17,6 +17,7 @@ import pytest
 
 from faults.plan import Crash
 from protocols.twopc.bugs import BUGS, COMMIT_BEFORE_DURABLE, TM_FORGETS_DECISION
+from sim.campaign import run_campaign
 from sim.kernel import OUTCOME_SAFETY
 from sim.runner import run_seed
 from sim.search import search
@@ -31,14 +32,17 @@ SEARCH_EXAMPLES = 150
 
 
 def first_failing_seed(bug: str, tmp_path: Path) -> tuple[int, str, Path]:
-    for seed in range(SEED_BUDGET):
-        path = tmp_path / f"{bug}-{seed}.ndjson"
-        result = run_seed("twopc", seed, bug=bug, trace_path=path).result
-        if result.outcome == OUTCOME_SAFETY:
-            assert result.failure is not None
-            return seed, result.failure, path
-        path.unlink()
-    pytest.fail(f"bug {bug} was not found by the oracles in {SEED_BUDGET} seeds")
+    """Run a swarm campaign over the seed budget; return its first failure and trace."""
+    outcomes = run_campaign("twopc", range(SEED_BUDGET), bug=bug, validate="none", workers=1)
+    failed = [o for o in outcomes if o.outcome == OUTCOME_SAFETY]
+    if not failed:
+        pytest.fail(f"bug {bug} was not found by the oracles in {SEED_BUDGET} seeds")
+    first = failed[0]
+    assert first.failure is not None
+    path = tmp_path / f"{bug}-{first.seed}.ndjson"
+    replayed = run_seed("twopc", first.seed, bug=bug, trace_path=path).result
+    assert replayed.failure == first.failure
+    return first.seed, first.failure, path
 
 
 def documented(bug: str, failure: str) -> bool:
