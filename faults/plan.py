@@ -190,7 +190,8 @@ class FaultPlan:
     # ---- validation ----
 
     def check_wellformed(self, where: str = "fault plan") -> None:
-        """Each field in range, every fault over by `heal_tick`."""
+        """Each field of the right type and in range, every fault over by `heal_tick`."""
+        _check_types(self, where)
         if self.heal_tick < 0:
             raise ConfigError(f"{where}: heal_tick={self.heal_tick} must be >= 0")
         for c in self.crashes:
@@ -245,6 +246,29 @@ class FaultPlan:
             raise ConfigError(
                 f"{where}: unknown node(s) {', '.join(unknown)}; this run has {', '.join(nodes)}"
             )
+
+
+def _check_types(plan: FaultPlan, where: str) -> None:
+    """Plans built in Python skip `from_dict`'s checks; ticks must stay integers."""
+    def is_int(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    ints: list[tuple[Any, str]] = [(plan.heal_tick, "heal_tick")]
+    for c in plan.crashes:
+        ints += [(c.tick, f"{c}.tick"), (c.restart_ticks, f"{c}.restart_ticks"),
+                 (c.after_steps, f"{c}.after_steps")]
+        if not isinstance(c.node, str):
+            raise ConfigError(f"{where}: {c}: node must be a string")
+    for w in plan.windows:
+        ints += [(w.start, f"{w}.start"), (w.end, f"{w}.end"),
+                 (w.delay_ticks_max, f"{w}.delay_ticks_max"), (w.seed, f"{w}.seed")]
+        if isinstance(w.probability, bool) or not isinstance(w.probability, int | float):
+            raise ConfigError(f"{where}: {w}: probability must be a number")
+    for p in plan.partitions:
+        ints += [(p.start, f"{p}.start"), (p.end, f"{p}.end")]
+    for value, name in ints:
+        if not is_int(value):
+            raise ConfigError(f"{where}: {name}={value!r}: must be an integer")
 
 
 def _window_dict(w: Window) -> dict[str, Any]:

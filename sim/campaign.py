@@ -66,16 +66,21 @@ def run_batch(
     options: SimOptions | None = None,
 ) -> list[SeedOutcome]:
     """Run and validate a batch of seeds; this is the unit of work a worker takes."""
-    # A trace is written only when something reads it: TLC, or a kept file.
-    write_traces = validate != "none" or trace_dir is not None
+    # TLC reads traces from files; a trace kept only for a failure stays in
+    # memory until the run is known to have failed.
+    write_traces = validate != "none"
+    keep_in_memory = not write_traces and trace_dir is not None
     suffix = (options or SimOptions()).trace_format
     outcomes = []
     with tempfile.TemporaryDirectory(prefix="tlasim-batch-") as scratch:
         for seed in seeds:
-            path = Path(scratch) / f"{protocol}-{seed}.{suffix}"
+            # The bug is in the name so campaigns sharing a trace directory
+            # never overwrite each other's traces.
+            path = Path(scratch) / f"{protocol}-{bug or 'correct'}-{seed}.{suffix}"
             run = run_seed(
                 protocol, seed, bug=bug, options=options,
                 trace_path=path if write_traces else None,
+                keep_trace=keep_in_memory,
             )
             result = run.result
             failed = result.outcome != OUTCOME_OK
@@ -91,11 +96,14 @@ def run_batch(
                     rejection = verdict.summary()
             kept = None
             if trace_dir is not None and (failed or validation == "rejected"):
-                target = Path(trace_dir) / path.name
+                target = (Path(trace_dir) / path.name).resolve()
                 target.parent.mkdir(parents=True, exist_ok=True)
-                # move, not os.replace: the scratch directory is often on
-                # another filesystem (a tmpfs /tmp), where a rename fails.
-                shutil.move(path, target)
+                if run.trace is not None:
+                    target.write_bytes(run.trace)
+                else:
+                    # move, not os.replace: the scratch directory is often on
+                    # another filesystem (a tmpfs /tmp), where a rename fails.
+                    shutil.move(path, target)
                 kept = str(target)
             outcomes.append(
                 SeedOutcome(
@@ -132,6 +140,16 @@ def options_json(options: SimOptions | None) -> str:
     data = dataclasses.asdict(chosen)
     data["faults"] = None if chosen.faults is None else chosen.faults.to_dict()
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def _check_writable_dir(path: Path) -> None:
+    """Fail before any seed runs, not in a worker after a batch has run."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--trace-dir {path}: cannot create it: {exc.strerror}") from None
+    if not os.access(path, os.W_OK):
+        raise ConfigError(f"--trace-dir {path}: not writable")
 
 
 def sim_options_from_json(text: str) -> SimOptions:
@@ -192,6 +210,8 @@ def run_campaign(
         raise ConfigError("--dask: the scheduler address is empty; give tcp://host:port")
     if resume and db is None:
         raise ConfigError("--resume needs --db: the database of the campaign to resume")
+    if trace_dir is not None:
+        _check_writable_dir(Path(trace_dir))
     with _opened(db) as store:
         campaign_id = None
         outcomes: list[SeedOutcome] = []

@@ -42,7 +42,8 @@ def main() -> None:
 
 @main.command(epilog=exit_code_help())
 @protocol_argument
-@click.option("--seed", type=int, required=True, help="The seed; the same seed gives the same run.")
+@click.option("--seed", type=click.IntRange(min=0), required=True,
+              help="The seed; the same seed gives the same run.")
 @click.option("--bug", default=None, help="Switch on a named bug variant (see `tlasim bugs`).")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--trace-format", type=click.Choice(["ndjson", "msgpack"]), default="ndjson")
@@ -87,8 +88,8 @@ def run(
         protocol_overrides=parse_assignments(protocol_overrides, "--set"),
         options=options,
         trace_path=trace_path,
+        on_start=print_options,
     )
-    print_options(seed_run.options)
     result = seed_run.result
     stats = result.stats
     out.print(

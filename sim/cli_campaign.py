@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -96,10 +97,12 @@ def _report_failures(
         listed += 1
         if listed > LISTED_FAILURES_MAX:
             continue
-        what = o.failure or o.rejection or o.outcome
-        line = f"seed {o.seed}: {o.outcome}: {what}"
+        line = f"seed {o.seed}: {o.outcome}"
+        if o.failure:
+            line += f": {o.failure}"
         if o.validation == "rejected":
-            line += f" [TLC rejected: {o.rejection}]"
+            line += f" [TLC: {o.rejection}]; replay: tlasim run {protocol} --seed {o.seed}"
+            line += (f" --bug {bug}" if bug else "") + " --validate"
         if o.trace_path:
             line += f" (trace {o.trace_path})"
         out.print(line, markup=False)
@@ -250,6 +253,18 @@ def repro(db_path: Path, failure_id: str, trace_path: Path | None) -> None:
     if trace_path is not None:
         out.print(f"trace={trace_path}", markup=False)
     exit_for(result.outcome)
+    if record.campaign.validate != "none" and recorded.validation == "rejected":
+        # The recorded failure is TLC's verdict, so the replay must be checked too.
+        from tracing.validate import validate_trace
+
+        with tempfile.TemporaryDirectory(prefix="tlasim-repro-") as scratch:
+            path = trace_path or Path(scratch) / "replayed.ndjson"
+            if trace_path is None:
+                run_seed(protocol, recorded.seed, bug=bug, options=options, trace_path=path)
+            verdict = validate_trace(path)
+        out.print(verdict.report(), markup=False)
+        if not verdict.accepted:
+            sys.exit(exitcodes.TRACE_REJECTED)
 
 
 @click.command(epilog=exit_code_help())
@@ -284,7 +299,7 @@ def search(protocol: str, bug: str | None, examples: int, search_seed: int) -> N
 
 @click.command(epilog=exit_code_help())
 @protocol_argument
-@click.option("--seed", type=int, required=True, help="The failing seed.")
+@click.option("--seed", type=click.IntRange(min=0), required=True, help="The failing seed.")
 @click.option("--bug", default=None)
 @click.option("--plan", "plan_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Shrink this plan (default: the seed's swarm plan).")

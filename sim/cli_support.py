@@ -51,18 +51,33 @@ def guarded(fn: F) -> F:
             fail(exitcodes.TOOL_MISSING, str(exc))
         except (ConfigError, TraceFormatError, SpecError) as exc:
             fail(exitcodes.USAGE, str(exc))
-        except InternalError:
-            err.print("tlasim: internal error (a bug in tlasim, please report it):")
-            err.print(traceback.format_exc(), markup=False)
-            sys.exit(exitcodes.INTERNAL)
         except TLCError as exc:
             fail(exitcodes.INTERNAL, f"TLC failed: {exc}")
         except TlasimError as exc:
-            fail(exitcodes.USAGE, str(exc))
+            if not isinstance(exc, InternalError):
+                fail(exitcodes.USAGE, str(exc))
+            internal_error()
+        except OSError as exc:
+            # A path the user gave cannot be read or written.
+            where = f" {exc.filename}" if exc.filename else ""
+            fail(exitcodes.USAGE, f"cannot use{where}: {exc.strerror or exc}")
+        except UnicodeError as exc:
+            fail(exitcodes.USAGE, f"a file is not UTF-8 text: {exc}")
+        except KeyboardInterrupt:
+            err.print("tlasim: interrupted")
+            sys.exit(exitcodes.INTERRUPTED)
+        except Exception:
+            internal_error()
 
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__
     return wrapper  # type: ignore[return-value]
+
+
+def internal_error() -> NoReturn:
+    err.print("tlasim: internal error (a bug in tlasim, please report it):")
+    err.print(traceback.format_exc(), markup=False)
+    sys.exit(exitcodes.INTERNAL)
 
 
 def parse_assignments(pairs: Sequence[str], what: str) -> dict[str, Any]:

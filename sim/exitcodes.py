@@ -10,6 +10,7 @@ TRACE_REJECTED = 4  # TLC rejected a trace: the run is not a behaviour of the sp
 TOOL_MISSING = 5  # Java or tla2tools.jar could not be found
 SPEC_MISMATCH = 6  # check-specs: a TLC result differs from specs/manifest.json
 INTERNAL = 70  # a bug in tlasim itself
+INTERRUPTED = 130  # stopped by Ctrl-C (SIGINT), as shells report it
 
 TABLE = (
     (OK, "success"),
@@ -20,4 +21,5 @@ TABLE = (
     (TOOL_MISSING, "Java or TLC not found"),
     (SPEC_MISMATCH, "check-specs result differs from the manifest"),
     (INTERNAL, "internal error (a bug in tlasim)"),
+    (INTERRUPTED, "interrupted (Ctrl-C)"),
 )

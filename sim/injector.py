@@ -33,10 +33,17 @@ class FaultInjector:
     def arm(self, crash: Crash) -> None:
         self.armed.setdefault(crash.node, []).append(ArmedCrash(crash, crash.after_steps))
 
-    def crash_after_step(self, node: str) -> Crash | None:
-        """Count one step of `node`; return the crash that strikes now, if any."""
+    def crash_after_step(self, node: str, now: int) -> Crash | None:
+        """Count one step of `node`; return the crash that strikes now, if any.
+
+        A crash still waiting for its step at `heal_tick` is dropped: nothing
+        goes wrong after the plan heals, which the liveness deadline relies on.
+        """
         armed = self.armed.get(node)
         if not armed:
+            return None
+        if now >= self.plan.heal_tick:
+            del self.armed[node]
             return None
         for entry in armed:
             entry.steps_left -= 1

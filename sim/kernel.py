@@ -36,7 +36,7 @@ from protocols.base import (
     Trace,
 )
 from protocols.definition import ProtocolDefinition
-from protocols.errors import InternalError, InvariantViolation
+from protocols.errors import ConfigError, InternalError, InvariantViolation
 from sim.host import NodeHost
 from sim.injector import FaultInjector
 from sim.network import InFlight, Network
@@ -98,6 +98,9 @@ class Simulation:
             protocol_options if protocol_options is not None else protocol.default_options()
         )
         self.bug = bug
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            # random.Random(-n) seeds like Random(n): two seeds, one run.
+            raise ConfigError(f"seed={seed!r}: must be a non-negative integer")
         streams = split(seed)
         self.config = protocol.configure(self.protocol_options, bug, streams.workload)
         node_ids = protocol.node_ids(self.config)
@@ -107,6 +110,7 @@ class Simulation:
             )
         else:
             self.plan = self.options.faults
+        self.plan.check_wellformed()
         self.plan.check_recoverable(node_ids)
         self.env = simpy.Environment()
         self.injector = FaultInjector(self.plan)
@@ -158,6 +162,7 @@ class Simulation:
             "network": self.options.network.as_dict(),
             "faults_mode": "swarm" if self.options.faults is None else "plan",
             "faults": self.plan.to_dict(),
+            "swarm_horizon_ticks": self.options.swarm_horizon_ticks,
             "liveness_bound_ticks": self.options.liveness_bound_ticks,
         }
 
@@ -236,7 +241,7 @@ class Simulation:
             for copy in duplicates:
                 self.network.add_copy(self.now, copy, self._arrive)
                 self._record(NET_NODE, self.protocol.net_duplicate_action, self._msg_params(copy))
-            crash = self.injector.crash_after_step(host.node_id)
+            crash = self.injector.crash_after_step(host.node_id, self.now)
             if crash is not None:
                 self._crash(host, crash)
                 return

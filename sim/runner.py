@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -69,8 +70,13 @@ def run_seed(
     options: SimOptions | None = None,
     trace_path: Path | None = None,
     keep_trace: bool = False,
+    on_start: Callable[[dict[str, Any]], None] | None = None,
 ) -> SeedRun:
-    """Run one seed. The trace goes to `trace_path`, to memory, or nowhere."""
+    """Run one seed. The trace goes to `trace_path`, to memory, or nowhere.
+
+    `on_start` hears every option of the run before it starts, so a caller
+    can print them first (and they are out even if the run then fails).
+    """
     sim_options = options or SimOptions()
     fmt = sim_options.trace_format
     stream: BinaryIO | None = None
@@ -93,6 +99,8 @@ def run_seed(
         )
         if emitter is not None:
             write_header(sim, emitter)
+        if on_start is not None:
+            on_start(sim.options_record())
         result = sim.run()
     finally:
         if emitter is not None:

@@ -398,9 +398,11 @@ def run_tlc(
     stderr = proc.stderr.decode("utf-8", errors="replace")
     result = parse_result(proc.returncode, stdout, stderr, seconds)
     if not result.messages:
+        # Without a single -tool message TLC never started: the Java or the
+        # jar is not what it should be, which is the user's set-up to fix.
         tail = (stdout + stderr).strip()[-2000:]
-        raise TLCError(
-            f"TLC printed no -tool messages (exit code {proc.returncode}); "
-            f"is {jar} a TLC jar and {java} a working Java?\n{tail}"
+        raise ToolNotFound(
+            f"TLC did not start (exit code {proc.returncode}): is {jar} a TLC jar "
+            f"(set TLA2TOOLS_JAR) and {java} a working Java (set JAVA)?\n{tail}"
         )
     return result

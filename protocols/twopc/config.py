@@ -29,6 +29,10 @@ class TwoPCOptions:
     self_abort_probability: float = 0.05  # chance an RM aborts on its own before voting
 
     def __post_init__(self) -> None:
+        for name in ("rm_count", "tx_count"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"{name}={value!r}: must be an integer")
         if not 1 <= self.rm_count <= 9:
             raise ConfigError(f"rm_count={self.rm_count}: must be between 1 and 9")
         if not 1 <= self.tx_count <= 99:
@@ -45,7 +49,9 @@ class TwoPCOptions:
                 raise ConfigError(f"{name}={value!r}: must be a positive integer")
         for name in ("no_vote_probability", "self_abort_probability"):
             value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
+            if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                0.0 <= value <= 1.0
+            ):
                 raise ConfigError(f"{name}={value!r}: must be a probability in [0, 1]")
 
     def as_dict(self) -> dict[str, Any]:

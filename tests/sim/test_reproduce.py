@@ -123,3 +123,31 @@ def test_repro_of_an_unknown_failure_is_a_usage_error(tmp_path: Path) -> None:
     assert ok.exit_code == 0, ok.output
     result = CliRunner().invoke(main, ["repro", str(db), "1:999"])
     assert result.exit_code == 2, result.output
+
+
+def test_campaigns_sharing_a_trace_dir_keep_their_own_traces(tmp_path: Path) -> None:
+    traces = tmp_path / "traces"
+    for bug in ("abort-after-prepare", "counts-duplicate-votes"):
+        result = CliRunner().invoke(
+            main,
+            ["campaign", "twopc", "--seeds", "0:30", "--bug", bug, "--workers", "1",
+             "--validate", "none", "--trace-dir", str(traces), "--shrink", "0"],
+        )
+        assert result.exit_code == 1, result.output
+    names = {p.name for p in traces.iterdir()}
+    assert any("abort-after-prepare" in n for n in names)
+    assert any("counts-duplicate-votes" in n for n in names)
+
+
+def test_repro_of_a_trace_only_failure_validates_the_replay(tmp_path: Path) -> None:
+    # Under abort-after-prepare seed 0 passes every oracle, but its trace breaks the spec.
+    db = tmp_path / "results.db"
+    result = CliRunner().invoke(
+        main,
+        ["campaign", "twopc", "--seeds", "0:1", "--bug", "abort-after-prepare", "--workers", "1",
+         "--validate", "all", "--db", str(db), "--trace-dir", str(tmp_path / "traces")],
+    )
+    assert result.exit_code == 4, result.output
+    replay = CliRunner().invoke(main, ["repro", str(db), "1:0"])
+    assert replay.exit_code == 4, replay.output
+    assert "REJECTED" in replay.output

@@ -48,6 +48,11 @@ def test_bugs_lists_one_variant_per_line_name_first() -> None:
         ("run", "twopc", "--seed", "1", "--set", "rm_count"),
         ("run", "twopc", "--seed", "1", "--plan", "/no/such/plan.json"),
         ("run", "twopc", "--seed", "notanumber"),
+        ("run", "twopc", "--seed", "-5"),
+        ("run", "twopc", "--seed", "1", "--set", "rm_count=abc"),
+        ("run", "twopc", "--seed", "1", "--set", "no_vote_probability=abc"),
+        ("run", "twopc", "--seed", "1", "--trace", "/proc/no/such/dir/t.ndjson"),
+        ("campaign", "twopc", "--seeds", "1:2", "--trace-dir", "/proc/no/such/dir"),
         ("run", "twopc"),
         ("campaign", "twopc", "--seeds", "9:3"),
         ("campaign", "twopc", "--seeds", "1:3", "--bug", "nope"),
@@ -108,13 +113,25 @@ def test_trace_naming_a_missing_spec_exits_with_usage_code(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("variable", ["JAVA", "TLA2TOOLS_JAR"])
-def test_missing_java_or_tlc_exits_5_and_says_what_to_set(
-    tmp_path: Path, variable: str
+@pytest.mark.parametrize("broken", ["missing", "not a tool"])
+def test_missing_or_broken_java_or_tlc_exits_5_and_says_what_to_set(
+    tmp_path: Path, variable: str, broken: str
 ) -> None:
     path = _trace(tmp_path)
-    code, output = invoke("validate", str(path), env={variable: str(tmp_path / "missing")})
+    tool = tmp_path / "tool"
+    if broken == "not a tool":
+        tool.write_text("#!/bin/sh\nexit 1\n")
+        tool.chmod(0o755)
+    code, output = invoke("validate", str(path), env={variable: str(tool)})
     assert code == exitcodes.TOOL_MISSING, output
     assert variable in output
+
+
+def test_plan_file_that_is_not_utf8_is_a_usage_error(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_bytes(b"\xff\xfe{}")
+    code, output = invoke("run", "twopc", "--seed", "1", "--plan", str(plan))
+    assert code == exitcodes.USAGE, output
 
 
 def test_rejected_trace_exits_4(tmp_path: Path) -> None:

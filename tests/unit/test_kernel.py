@@ -6,8 +6,11 @@ import json
 from itertools import pairwise
 from typing import Any
 
+import pytest
+
 from faults.plan import Crash, FaultPlan, Partition, Window
 from protocols import get_protocol
+from protocols.errors import ConfigError
 from sim.disk import Disk
 from sim.kernel import Simulation
 from sim.options import NetworkOptions, SimOptions
@@ -152,3 +155,29 @@ def test_one_way_partition_drops_only_one_direction() -> None:
     lost = [s["params"]["msg"] for s in early if s["action"] == "NetLose"]
     assert lost and all(m["rm"] == "r1" and m["type"] in ("Prepared", "Aborted") for m in lost)
     assert any(s["action"] == "RMRcvPrepare" and s["params"]["rm"] == "r1" for s in early)
+
+
+def test_a_crash_still_waiting_for_its_step_at_heal_tick_never_strikes() -> None:
+    # The TM would take its 222nd step long after the plan healed at tick 1:
+    # the liveness deadline assumes nothing goes wrong after heal_tick.
+    plan = FaultPlan(crashes=(Crash("tm", 0, restart_ticks=2000, after_steps=222),), heal_tick=1)
+    steps = run_steps(1, plan, tx_count=20)
+    assert "TMCrash" not in {s["action"] for s in steps}
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        FaultPlan(crashes=(Crash("tm", 3, restart_ticks=-5),), heal_tick=10),
+        FaultPlan(crashes=(Crash("tm", 3, restart_ticks=2.5),), heal_tick=10),  # type: ignore[arg-type]
+        FaultPlan(crashes=(Crash("tm", 30, restart_ticks=5),), heal_tick=10),
+    ],
+)
+def test_plans_built_in_python_are_checked_like_json_ones(plan: FaultPlan) -> None:
+    with pytest.raises(ConfigError):
+        Simulation(TWOPC, 1, options=SimOptions(faults=plan))
+
+
+def test_negative_seed_is_refused_rather_than_aliased() -> None:
+    with pytest.raises(ConfigError, match="non-negative"):
+        Simulation(TWOPC, -5)

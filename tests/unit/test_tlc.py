@@ -157,13 +157,13 @@ def test_run_tlc_with_missing_java_raises_tool_not_found(
         run_tlc(tmp_path / "M.tla", tmp_path / "M.cfg", workdir=tmp_path)
 
 
-def test_run_tlc_with_a_java_that_prints_nothing_raises_tlc_error(
+def test_run_tlc_with_a_java_that_prints_nothing_is_a_tool_problem(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("JAVA", str(_fake_java(tmp_path)))
     (tmp_path / "M.tla").write_text("---- MODULE M ----\n====\n")
     (tmp_path / "M.cfg").write_text("")
-    with pytest.raises(TLCError, match="no -tool messages"):
+    with pytest.raises(ToolNotFound, match="TLC did not start"):
         run_tlc(tmp_path / "M.tla", tmp_path / "M.cfg", workdir=tmp_path)
 
 
