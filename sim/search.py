@@ -4,6 +4,11 @@ Where a campaign sweeps seeds under swarm weather, search lets hypothesis
 choose every input and then shrink a failure toward fewer, earlier and
 simpler faults, a smaller workload and seed 0. The search itself is seeded,
 so the same command finds the same failure.
+
+One limit, measured rather than understood: inside one long-lived process,
+the path hypothesis takes (not the verdict of any one run, which is
+deterministic) can change with what the process imported before. `tlasim search` in a fresh process repeats
+exactly; an in-process call may find a different failure or find it later.
 """
 
 from __future__ import annotations

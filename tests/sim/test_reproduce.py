@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,13 +62,18 @@ def test_shrink_of_a_passing_seed_is_a_usage_error() -> None:
     assert "no failure to shrink" in result.output
 
 
-def test_search_command_reports_a_shrunk_failure() -> None:
-    result = CliRunner().invoke(
-        main, ["search", "twopc", "--bug", "tm-forgets-decision", "--examples", "150"]
+def test_search_command_is_repeatable_and_reports_a_shrunk_failure(failure_dir: Path) -> None:
+    command = [sys.executable, "-m", "sim", "search", "twopc", "--bug", "tm-forgets-decision",
+               "--examples", "150"]
+    env = {**os.environ, "TLASIM_FAILURE_DIR": str(failure_dir)}
+    first, second = (
+        subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+        for _ in range(2)
     )
-    assert result.exit_code == 1, result.output
-    assert "FAILURE safety: durability" in result.output
-    assert "reproduce: tlasim run twopc" in result.output
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "FAILURE safety: durability" in first.stdout
+    assert "reproduce: tlasim run twopc" in first.stdout
+    assert first.stdout == second.stdout
 
 
 def test_campaign_reports_each_failure_with_commands_that_replay_it(tmp_path: Path) -> None:
