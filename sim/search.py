@@ -7,8 +7,9 @@ so the same command finds the same failure.
 
 One limit, measured rather than understood: inside one long-lived process,
 the path hypothesis takes (not the verdict of any one run, which is
-deterministic) can change with what the process imported before. `tlasim search` in a fresh process repeats
-exactly; an in-process call may find a different failure or find it later.
+deterministic) can change with what the process imported before.
+`tlasim search` in a fresh process repeats exactly; an in-process call may
+find a different failure, or find it later.
 """
 
 from __future__ import annotations
