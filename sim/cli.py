@@ -6,6 +6,7 @@ sim/cli_campaign.py; what all commands share lives in sim/cli_support.py.
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 import tempfile
@@ -32,6 +33,7 @@ from sim.kernel import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
 from sim.options import SimOptions
 from sim.runner import run_seed
 from tracing.codec import TraceFormat
+from tracing.values import from_json
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -147,16 +149,35 @@ def bugs(protocol: str) -> None:
 @click.option("--spec-dir", "spec_dirs", multiple=True, type=click.Path(path_type=Path),
               help="Look for specs here (default: the specs shipped with tlasim).")
 @click.option("--spec", default=None, help="The spec module, for traces without a header.")
+@click.option("--constants", "constants_text", default=None, metavar="JSON",
+              help='Constant values, for traces without a header, as a JSON object in the '
+                   'trace value format, e.g. \'{"RM": {"#set": ["r1", "r2"]}}\'.')
 @guarded
-def validate(traces: tuple[Path, ...], spec_dirs: tuple[Path, ...], spec: str | None) -> None:
+def validate(
+    traces: tuple[Path, ...],
+    spec_dirs: tuple[Path, ...],
+    spec: str | None,
+    constants_text: str | None,
+) -> None:
     """Check that every TRACE is a behaviour of its TLA+ spec, with TLC."""
     from tracing.validate import validate_trace
 
+    constants = None
+    if constants_text is not None:
+        try:
+            parsed = json.loads(constants_text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--constants: not JSON: {exc}") from None
+        if not isinstance(parsed, dict):
+            raise ConfigError("--constants: expected a JSON object of name: value")
+        constants = {name: from_json(v, f"--constants {name}") for name, v in parsed.items()}
     rejected = 0
     for path in traces:
         if not path.is_file():
             raise ConfigError(f"trace {path}: no such file")
-        verdict = validate_trace(path, spec_dirs=list(spec_dirs) or None, spec=spec)
+        verdict = validate_trace(
+            path, spec_dirs=list(spec_dirs) or None, spec=spec, constants=constants
+        )
         out.print(verdict.report(), markup=False)
         rejected += not verdict.accepted
     if rejected:

@@ -115,7 +115,7 @@ def _report_failures(
 @click.option("--seeds", "seed_range", required=True, metavar="A:B",
               help="Seeds A up to but not including B.")
 @click.option("--bug", default=None)
-@click.option("--workers", type=int, default=2, show_default=True,
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="Local worker processes (or LocalCluster workers with --dask).")
 @click.option("--dask", "dask", is_flag=False, flag_value="local", default=None,
               metavar="[ADDRESS]",
@@ -127,7 +127,8 @@ def _report_failures(
 @click.option("--resume", is_flag=True, help="Continue the same campaign in --db.")
 @click.option("--trace-dir", default="traces", show_default=True,
               help="Where traces of failing or rejected runs are kept.")
-@click.option("--shrink", "shrink_count", type=int, default=3, show_default=True,
+@click.option("--shrink", "shrink_count", type=click.IntRange(min=0), default=3,
+              show_default=True,
               help="Shrink and fully report the first failure of up to this many properties.")
 @guarded
 def campaign(

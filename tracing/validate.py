@@ -134,7 +134,9 @@ def _constants(trace: Trace, spec: TraceSpec, given: Mapping[str, Any] | None) -
             + "; ".join(
                 part
                 for part in (
-                    f"no value for {', '.join(missing)}" if missing else "",
+                    f"no value for {', '.join(missing)} (give them with --constants)"
+                    if missing
+                    else "",
                     f"{', '.join(map(repr, extra))} not declared" if extra else "",
                 )
                 if part
@@ -390,7 +392,10 @@ def validate_trace(
         trace = read_trace(Path(trace))
     name = spec if spec is not None else trace.header.get("spec") if trace.header else None
     if not isinstance(name, str):
-        raise TraceFormatError("the trace header names no spec; pass spec=")
+        raise TraceFormatError(
+            "the trace has no header naming its spec; give the spec module "
+            "(tlasim validate --spec NAME)"
+        )
     if not trace.steps:
         raise TraceFormatError(f"{trace.path}: the trace has no step lines")
     loaded = load_trace_spec(name, spec_dirs)

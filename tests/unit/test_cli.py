@@ -176,3 +176,26 @@ def test_plan_file_replays_the_swarm_plan_of_a_seed(tmp_path: Path) -> None:
     assert code == exitcodes.SAFETY, output
     body = lambda p: p.read_text().splitlines()[1:]  # noqa: E731 - the header names the mode
     assert body(tmp_path / "a.ndjson") == body(tmp_path / "b.ndjson")
+
+
+def test_headerless_trace_validates_given_spec_and_constants(tmp_path: Path) -> None:
+    path = _trace(tmp_path)
+    lines = path.read_text().splitlines()
+    bare = tmp_path / "bare.ndjson"
+    bare.write_text(
+        "\n".join(
+            json.dumps({"ts": s["ts"], "action": s["action"], "vars": s["vars"]})
+            for s in map(json.loads, lines[1:])
+        )
+        + "\n"
+    )
+    header = json.loads(lines[0])
+    code, output = invoke("validate", str(bare))
+    assert code == exitcodes.USAGE and "--spec" in output
+    code, output = invoke(
+        "validate", str(bare), "--spec", header["spec"],
+        "--constants", json.dumps(header["constants"]),
+    )
+    assert code == exitcodes.OK, output
+    code, output = invoke("validate", str(bare), "--spec", header["spec"], "--constants", "[1]")
+    assert code == exitcodes.USAGE
