@@ -28,6 +28,7 @@ from typing import Any
 
 from faults.plan import FaultPlan
 from protocols import get_protocol
+from protocols.errors import InternalError
 from sim.kernel import OUTCOME_OK, RunResult
 from sim.options import SimOptions
 from sim.report import FailureReport, reproduce_command, trace_excerpt
@@ -120,18 +121,25 @@ def run(
 ) -> Outcome:
     """Run `protocol` once under `plan` (None: the seed's swarm plan)."""
     overrides = dict(options or {})
-    with tempfile.TemporaryDirectory(prefix="tlasim-api-") as scratch:
-        path = Path(scratch) / "trace.ndjson"
-        seed_run = run_seed(
-            protocol,
-            seed,
-            bug=bug,
-            protocol_overrides=overrides,
-            options=SimOptions(faults=plan),
-            trace_path=path,
-        )
-        result = seed_run.result
-        excerpt: tuple[str, ...] = ()
-        if result.outcome != OUTCOME_OK and result.failure:
+    sim_options = SimOptions(faults=plan)
+    # Encoding the trace is most of a run's cost and most runs pass, so the
+    # trace is only made by a second, identical run when there is a failure
+    # to excerpt: the simulator is deterministic, so it is the same run.
+    result = run_seed(
+        protocol, seed, bug=bug, protocol_overrides=overrides, options=sim_options
+    ).result
+    excerpt: tuple[str, ...] = ()
+    if result.outcome != OUTCOME_OK and result.failure:
+        with tempfile.TemporaryDirectory(prefix="tlasim-api-") as scratch:
+            path = Path(scratch) / "trace.ndjson"
+            again = run_seed(
+                protocol, seed, bug=bug, protocol_overrides=overrides, options=sim_options,
+                trace_path=path,
+            ).result
+            if (again.outcome, again.failure) != (result.outcome, result.failure):
+                raise InternalError(
+                    f"{protocol} seed {seed} gave two different results: the simulator "
+                    "is not deterministic"
+                )
             excerpt = trace_excerpt(path, result.failure, result.failing_step)
     return Outcome(result, protocol, overrides, excerpt)
