@@ -15,17 +15,20 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from faults.plan import FaultPlan
+from protocols import get_protocol
 from protocols.errors import ConfigError
 from sim.executors import make_executor
 from sim.kernel import OUTCOME_OK, RunResult
 from sim.options import NetworkOptions, SimOptions
 from sim.results import ResultsDB, SeedOutcome
+from sim.revision import source_revision
 from sim.runner import run_seed
 
 __all__ = [
@@ -64,6 +67,7 @@ def run_batch(
     validate: str,
     trace_dir: str | None,
     options: SimOptions | None = None,
+    protocol_overrides: Mapping[str, Any] | None = None,
 ) -> list[SeedOutcome]:
     """Run and validate a batch of seeds; this is the unit of work a worker takes."""
     # TLC reads traces from files; a trace kept only for a failure stays in
@@ -79,6 +83,7 @@ def run_batch(
             path = Path(scratch) / f"{protocol}-{bug or 'correct'}-{seed}.{suffix}"
             run = run_seed(
                 protocol, seed, bug=bug, options=options,
+                protocol_overrides=dict(protocol_overrides or {}),
                 trace_path=path if write_traces else None,
                 keep_trace=keep_in_memory,
             )
@@ -130,16 +135,34 @@ def _plan_json(result: RunResult) -> str:
     return json.dumps(result.plan.to_dict(), sort_keys=True, separators=(",", ":"))
 
 
-def options_json(options: SimOptions | None) -> str:
+def options_json(
+    options: SimOptions | None,
+    protocol_overrides: Mapping[str, Any] | None = None,
+    source_revision: str | None = None,
+) -> str:
     """The run options as canonical JSON: part of a campaign's identity in the database.
 
     An explicit fault plan is stored as FaultPlan.to_dict() gives it, so that
-    the options of a recorded campaign can be read back into a plan.
+    the options of a recorded campaign can be read back into a plan. The
+    protocol's option overrides and the modelled code's revision are part of
+    the identity too: resuming after the code changed starts a new campaign
+    rather than mixing results of two versions.
     """
     chosen = options or SimOptions()
     data = dataclasses.asdict(chosen)
     data["faults"] = None if chosen.faults is None else chosen.faults.to_dict()
+    data["protocol_options"] = dict(protocol_overrides or {})
+    if source_revision is not None:
+        data["source_revision"] = source_revision
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def campaign_options_json(
+    protocol: str, options: SimOptions | None, protocol_overrides: Mapping[str, Any] | None
+) -> str:
+    """`options_json` with the protocol's current source revision: a campaign's key."""
+    files = tuple(get_protocol(protocol).source_files)
+    return options_json(options, protocol_overrides, source_revision(files))
 
 
 def _check_writable_dir(path: Path) -> None:
@@ -152,19 +175,22 @@ def _check_writable_dir(path: Path) -> None:
         raise ConfigError(f"--trace-dir {path}: not writable")
 
 
-def sim_options_from_json(text: str) -> SimOptions:
-    """The inverse of `options_json`: the options a recorded campaign ran with."""
+def stored_run_options(text: str) -> tuple[SimOptions, dict[str, Any]]:
+    """The inverse of `options_json`: a recorded campaign's options and overrides."""
     try:
         data = json.loads(text)
+        data.pop("source_revision", None)
+        overrides = dict(data.pop("protocol_options", {}))
         plan = data.pop("faults")
         network = NetworkOptions(**data.pop("network"))
-        return SimOptions(
+        options = SimOptions(
             network=network,
             faults=None if plan is None else FaultPlan.from_dict(plan),
             **data,
         )
     except (ValueError, TypeError, KeyError) as exc:
         raise ConfigError(f"the stored campaign options cannot be read: {exc}") from None
+    return options, overrides
 
 
 def batches(seeds: Sequence[int], batch_size: int) -> Iterator[list[int]]:
@@ -182,6 +208,7 @@ def run_campaign(
     trace_dir: str | None = None,
     batch_size: int | None = None,
     options: SimOptions | None = None,
+    protocol_overrides: Mapping[str, Any] | None = None,
     db: ResultsDB | str | os.PathLike[str] | None = None,
     resume: bool = False,
     dask: str | bool | None = None,
@@ -217,7 +244,9 @@ def run_campaign(
         outcomes: list[SeedOutcome] = []
         if store is not None:
             campaign_id = store.open_campaign(
-                protocol, bug, seeds, options_json(options), validate, resume=resume
+                protocol, bug, seeds,
+                campaign_options_json(protocol, options, protocol_overrides),
+                validate, resume=resume,
             ).id
             outcomes = store.outcomes(campaign_id)
             if outcomes and on_resume is not None:
@@ -229,7 +258,8 @@ def run_campaign(
             return outcomes
         size = batch_size or max(1, min(10, len(todo) // (workers * 4) or 1))
         work = partial(
-            run_batch, protocol, bug=bug, validate=validate, trace_dir=trace_dir, options=options
+            run_batch, protocol, bug=bug, validate=validate, trace_dir=trace_dir, options=options,
+            protocol_overrides=protocol_overrides,
         )
         with make_executor(workers, dask) as executor:
             for batch in executor.map_unordered(work, batches(todo, size)):

@@ -12,6 +12,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -24,10 +25,10 @@ from sim import exitcodes
 from sim.campaign import (
     VALIDATE_MODES,
     SeedOutcome,
-    options_json,
+    campaign_options_json,
     parse_seed_range,
     run_campaign,
-    sim_options_from_json,
+    stored_run_options,
 )
 from sim.cli_support import (
     check_bug,
@@ -41,6 +42,7 @@ from sim.cli_support import (
     protocol_argument,
 )
 from sim.kernel import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
+from sim.report import reproduce_command
 from sim.results import ResultsDB
 from sim.runner import run_seed
 from sim.shrinking import shrink_failure
@@ -75,6 +77,7 @@ def _report_failures(
     bug: str | None,
     failed: list[SeedOutcome],
     *,
+    overrides: dict[str, Any],
     shrink_count: int,
     campaign_id: int | None,
     db: Path | None,
@@ -86,11 +89,12 @@ def _report_failures(
         prop = (o.failure or o.outcome).split(":", 1)[0]
         if o.outcome != OUTCOME_OK and prop not in reported and len(reported) < shrink_count:
             reported.add(prop)
-            shrunk = shrink_failure(protocol, o.seed, bug=bug)
+            shrunk = shrink_failure(protocol, o.seed, bug=bug, options=overrides)
             report = shrunk.shrunk.report(original_plan_size=shrunk.original.result.plan.size)
             out.print(report.render(), markup=False)
-            out.print(f"  unshrunk: tlasim run {protocol} --seed {o.seed}"
-                      + (f" --bug {bug}" if bug else ""), markup=False)
+            settings = [f"{k}={v}" for k, v in overrides.items()]
+            out.print(f"  unshrunk: {reproduce_command(protocol, o.seed, bug, None, settings)}",
+                      markup=False)
             if db is not None and campaign_id is not None:
                 out.print(f"  or:       tlasim repro {db} {campaign_id}:{o.seed}", markup=False)
             continue
@@ -101,8 +105,9 @@ def _report_failures(
         if o.failure:
             line += f": {o.failure}"
         if o.validation == "rejected":
-            line += f" [TLC: {o.rejection}]; replay: tlasim run {protocol} --seed {o.seed}"
-            line += (f" --bug {bug}" if bug else "") + " --validate"
+            settings = [f"{k}={v}" for k, v in overrides.items()]
+            replay = reproduce_command(protocol, o.seed, bug, None, settings)
+            line += f" [TLC: {o.rejection}]; replay: {replay} --validate"
         if o.trace_path:
             line += f" (trace {o.trace_path})"
         out.print(line, markup=False)
@@ -127,6 +132,8 @@ def _report_failures(
 @click.option("--resume", is_flag=True, help="Continue the same campaign in --db.")
 @click.option("--trace-dir", default="traces", show_default=True,
               help="Where traces of failing or rejected runs are kept.")
+@click.option("--set", "protocol_settings", multiple=True, metavar="KEY=VALUE",
+              help="Set a protocol option for every seed, e.g. rm_count=4.")
 @click.option("--shrink", "shrink_count", type=click.IntRange(min=0), default=3,
               show_default=True,
               help="Shrink and fully report the first failure of up to this many properties.")
@@ -141,10 +148,13 @@ def campaign(
     db_path: Path | None,
     resume: bool,
     trace_dir: str,
+    protocol_settings: tuple[str, ...],
     shrink_count: int,
 ) -> None:
     """Sweep seeds of PROTOCOL under swarm faults; store, validate, shrink, report."""
     check_bug(protocol, bug)
+    overrides = parse_assignments(protocol_settings, "--set")
+    get_protocol(protocol).make_options(overrides)  # bad options fail before any seed runs
     seeds = parse_seed_range(seed_range)
     where = "local pool" if dask is None else f"dask {dask}"
     out.print(
@@ -192,11 +202,12 @@ def campaign(
                 db=db,
                 resume=resume,
                 dask=True if dask == "local" else dask,
+                protocol_overrides=overrides,
                 on_batch=on_batch,
                 on_resume=on_resume,
             )
             if db is not None:
-                key = options_json(None)
+                key = campaign_options_json(protocol, None, overrides)
                 campaign_id = next(
                     c.id
                     for c in db.campaigns()
@@ -208,7 +219,8 @@ def campaign(
     out.print(_summary_table(protocol, bug, outcomes))
     failed = [o for o in outcomes if o.failed]
     _report_failures(
-        protocol, bug, failed, shrink_count=shrink_count, campaign_id=campaign_id, db=db_path
+        protocol, bug, failed, overrides=overrides, shrink_count=shrink_count,
+        campaign_id=campaign_id, db=db_path,
     )
     if any(o.outcome == OUTCOME_SAFETY for o in outcomes):
         sys.exit(exitcodes.SAFETY)
@@ -232,8 +244,11 @@ def repro(db_path: Path, failure_id: str, trace_path: Path | None) -> None:
         record = db.run(failure_id)
     recorded = record.outcome
     protocol, bug = record.campaign.protocol, record.campaign.bug
-    options = sim_options_from_json(record.campaign.options)
-    run = run_seed(protocol, recorded.seed, bug=bug, options=options, trace_path=trace_path)
+    options, overrides = stored_run_options(record.campaign.options)
+    run = run_seed(
+        protocol, recorded.seed, bug=bug, options=options, protocol_overrides=overrides,
+        trace_path=trace_path,
+    )
     result = run.result
     out.print(
         f"repro {record.failure_id}: protocol={protocol} seed={recorded.seed} bug={bug}",
@@ -261,7 +276,8 @@ def repro(db_path: Path, failure_id: str, trace_path: Path | None) -> None:
         with tempfile.TemporaryDirectory(prefix="tlasim-repro-") as scratch:
             path = trace_path or Path(scratch) / "replayed.ndjson"
             if trace_path is None:
-                run_seed(protocol, recorded.seed, bug=bug, options=options, trace_path=path)
+                run_seed(protocol, recorded.seed, bug=bug, options=options,
+                         protocol_overrides=overrides, trace_path=path)
             verdict = validate_trace(path)
         out.print(verdict.report(), markup=False)
         if not verdict.accepted:

@@ -159,3 +159,24 @@ def test_repro_of_a_trace_only_failure_validates_the_replay(tmp_path: Path) -> N
     replay = CliRunner().invoke(main, ["repro", str(db), "1:0"])
     assert replay.exit_code == 4, replay.output
     assert "REJECTED" in replay.output
+
+
+def test_campaign_protocol_options_reach_every_seed_and_its_replay(tmp_path: Path) -> None:
+    db = tmp_path / "results.db"
+    result = CliRunner().invoke(
+        main,
+        ["campaign", "twopc", "--seeds", "0:20", "--bug", "counts-duplicate-votes",
+         "--set", "rm_count=2", "--set", "tx_count=3", "--workers", "1", "--validate", "none",
+         "--db", str(db), "--trace-dir", str(tmp_path / "traces"), "--shrink", "1"],
+    )
+    assert result.exit_code == 1, result.output
+    assert "--set rm_count=2 --set tx_count=3" in result.output
+    failure_id = next(
+        line.split()[-1] for line in result.output.splitlines() if "tlasim repro" in line
+    )
+    replay = CliRunner().invoke(main, ["repro", str(db), failure_id])
+    assert replay.exit_code == 1, replay.output
+    lines = replay.output.splitlines()
+    recorded = next(line for line in lines if line.startswith("recorded:"))
+    replayed = next(line for line in lines if line.startswith("replayed:"))
+    assert recorded.split(":", 1)[1] == replayed.split(":", 1)[1]
