@@ -32,8 +32,14 @@ from sim.kernel import OUTCOME_LIVENESS, OUTCOME_SAFETY
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# Rich assumes 80 columns when output is not a terminal; tables piped to a
+# file or a CI log read better wider.
+_PIPED_WIDTH = 120
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else _PIPED_WIDTH)
+err = Console(
+    stderr=True, highlight=False, soft_wrap=True,
+    width=None if sys.stderr.isatty() else _PIPED_WIDTH,
+)
 
 
 def fail(code: int, message: str) -> NoReturn:
