@@ -7,7 +7,6 @@ sim/cli_campaign.py; what all commands share lives in sim/cli_support.py.
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -31,13 +30,14 @@ from sim.cli_support import (
 )
 from sim.kernel import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
 from sim.options import SimOptions
-from sim.runner import run_seed
+from sim.report import reproduce_command
+from sim.runner import TOOL_VERSION, run_seed
 from tracing.codec import TraceFormat
 from tracing.values import from_json
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option("0.1.0", prog_name="tlasim")
+@click.version_option(TOOL_VERSION, prog_name="tlasim")
 def main() -> None:
     """Simulate distributed protocols under faults; check every trace with TLC."""
 
@@ -119,18 +119,13 @@ def run(
             code = exitcodes.TRACE_REJECTED
     if scratch is not None:
         scratch.cleanup()
-    command = ["tlasim", "run", protocol, "--seed", str(seed)]
-    if bug:
-        command += ["--bug", bug]
-    if plan_path is not None:
-        command += ["--plan", str(plan_path)]
-    elif fault_mode != "swarm":
-        command += ["--faults", fault_mode]
-    for assignment in protocol_overrides:
-        command += ["--set", assignment]
+    extra: list[str] = []
+    if plan_path is None and fault_mode != "swarm":
+        extra += ["--faults", fault_mode]
     if liveness_bound != SimOptions().liveness_bound_ticks:
-        command += ["--liveness-bound", str(liveness_bound)]
-    out.print(f"reproduce: {shlex.join(command)}", markup=False)
+        extra += ["--liveness-bound", str(liveness_bound)]
+    command = reproduce_command(protocol, seed, bug, plan_path, protocol_overrides, extra)
+    out.print(f"reproduce: {command}", markup=False)
     if code != exitcodes.OK:
         sys.exit(code)
 

@@ -59,7 +59,9 @@ def reproduce_command(
     bug: str | None,
     plan_path: Path | None,
     protocol_overrides: Sequence[str] = (),
+    extra: Sequence[str] = (),
 ) -> str:
+    """The `tlasim run` command that replays a run; `extra` holds further options."""
     command = ["tlasim", "run", protocol, "--seed", str(seed)]
     if bug:
         command += ["--bug", bug]
@@ -67,7 +69,7 @@ def reproduce_command(
         command += ["--plan", str(plan_path)]
     for assignment in protocol_overrides:
         command += ["--set", assignment]
-    return shlex.join(command)
+    return shlex.join([*command, *extra])
 
 
 def _named(step: TraceStep) -> set[str]:
