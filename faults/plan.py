@@ -232,9 +232,26 @@ class FaultPlan:
                 )
             _span(p.start, p.end, self.heal_tick, f"{where}: {p}")
 
-    def check_recoverable(self, nodes: Sequence[str], where: str = "fault plan") -> None:
-        """The atlas: every fault names a real node and the system can heal."""
+    def check_recoverable(
+        self,
+        nodes: Sequence[str],
+        where: str = "fault plan",
+        crash_nodes: Sequence[str] | None = None,
+    ) -> None:
+        """The atlas: every fault names a real node and the system can heal.
+
+        `crash_nodes` are the nodes that may crash (default: all of them); a
+        protocol whose clients are the load rather than the system under
+        test keeps them out of it.
+        """
         known = set(nodes)
+        if crash_nodes is not None:
+            cannot = sorted(({c.node for c in self.crashes} & known) - set(crash_nodes))
+            if cannot:
+                raise ConfigError(
+                    f"{where}: node(s) {', '.join(cannot)} cannot crash in this protocol; "
+                    f"these can: {', '.join(crash_nodes)}"
+                )
         named = [c.node for c in self.crashes]
         for w in self.windows:
             for a, b in w.links or ():

@@ -82,14 +82,17 @@ def fault_plans(
     restart_ticks_max: int = 150,
     after_steps_max: int = 5,
     delay_ticks_max: int = 100,
+    crash_nodes: Sequence[str] | None = None,
 ) -> st.SearchStrategy[FaultPlan]:
     """Well-formed, recoverable fault plans over `nodes` that heal at `horizon_ticks`.
 
     `kinds` switches kinds of fault on: "crash", "loss", "duplicate",
-    "delay" and "partition". Bad arguments raise ConfigError at once, not
-    when the strategy is drawn from.
+    "delay" and "partition". Crashes strike only `crash_nodes` (default:
+    every node). Bad arguments raise ConfigError at once, not when the
+    strategy is drawn from.
     """
     nodes = tuple(nodes)
+    crashable = nodes if crash_nodes is None else tuple(crash_nodes)
     _check_args(nodes, kinds, horizon_ticks=horizon_ticks, max_crashes=max_crashes,
                 max_windows=max_windows, max_partitions=max_partitions,
                 restart_ticks_max=restart_ticks_max, after_steps_max=after_steps_max,
@@ -99,9 +102,9 @@ def fault_plans(
     # order the caller lists kinds in.
     window_kinds = tuple(k for k in WINDOW_KINDS if k in kinds)
     crashes = (
-        st.lists(_crashes(nodes, horizon_ticks, restart_ticks_max, after_steps_max),
+        st.lists(_crashes(crashable, horizon_ticks, restart_ticks_max, after_steps_max),
                  max_size=max_crashes)
-        if "crash" in kinds else st.just([])
+        if "crash" in kinds and crashable else st.just([])
     )
     windows = (
         st.lists(_windows(nodes, window_kinds, horizon_ticks, delay_ticks_max),

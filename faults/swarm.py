@@ -29,16 +29,24 @@ _PARTITION_ON = 0.35
 
 
 def swarm_plan(
-    rng: random.Random, nodes: Sequence[str], *, horizon_ticks: int = 600
+    rng: random.Random,
+    nodes: Sequence[str],
+    *,
+    horizon_ticks: int = 600,
+    crash_nodes: Sequence[str] | None = None,
 ) -> FaultPlan:
-    """Draw a fault plan for `nodes` whose faults all fall before `horizon_ticks`."""
+    """Draw a fault plan for `nodes` whose faults all fall before `horizon_ticks`.
+
+    Crashes strike only `crash_nodes` (default: every node).
+    """
+    crashable = nodes if crash_nodes is None else crash_nodes
     crashes: list[Crash] = []
     if rng.random() < _ON:
         restart_max = rng.choice(_RESTART_TICKS_MAX)
         for _ in range(rng.choice(_CRASH_COUNTS)):
             crashes.append(
                 Crash(
-                    node=rng.choice(nodes),
+                    node=rng.choice(crashable),
                     tick=rng.randrange(horizon_ticks),
                     restart_ticks=rng.randint(5, restart_max),
                     after_steps=rng.randint(1, 6),

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from protocols.definition import ProtocolDefinition
 from protocols.errors import ConfigError
+from protocols.shardsplit.definition import DEFINITION as SHARDSPLIT
 from protocols.twopc.definition import DEFINITION as TWOPC
 
-PROTOCOLS: dict[str, ProtocolDefinition] = {TWOPC.name: TWOPC}
+PROTOCOLS: dict[str, ProtocolDefinition] = {TWOPC.name: TWOPC, SHARDSPLIT.name: SHARDSPLIT}
 
 
 def get_protocol(name: str) -> ProtocolDefinition:

@@ -12,14 +12,30 @@ from __future__ import annotations
 
 import random
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from protocols.base import Core
 
 
+@dataclass(frozen=True, slots=True)
+class StepInfo:
+    """What a trace line says besides the state: when, who, which action."""
+
+    tick: int
+    node: str | None
+    action: str
+    params: Mapping[str, Any]
+
+
 class Oracle(Protocol):
-    def check_step(self, spec_vars: Mapping[str, Any]) -> None:
-        """Raise InvariantViolation if a safety property is broken."""
+    def check_step(self, spec_vars: Mapping[str, Any], step: StepInfo) -> None:
+        """Raise InvariantViolation if a safety property is broken.
+
+        `step` is the step that led to `spec_vars`; an oracle that checks a
+        history (such as linearizability of client operations) reads the
+        operations from the steps' params.
+        """
         ...
 
     def check_liveness(self, spec_vars: Mapping[str, Any]) -> str | None:
@@ -50,6 +66,10 @@ class ProtocolDefinition(Protocol):
         ...
 
     def node_ids(self, config: Any) -> tuple[str, ...]: ...
+
+    def crash_nodes(self, config: Any) -> tuple[str, ...]:
+        """The nodes a fault plan may crash (clients that are the load may not)."""
+        ...
 
     def make_core(self, config: Any, node_id: str) -> Core: ...
 

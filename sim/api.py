@@ -105,10 +105,21 @@ class Outcome:
 def nodes(protocol: str, **protocol_options: Any) -> tuple[str, ...]:
     """The node ids of a run of `protocol` with these options (for building plans)."""
     definition = get_protocol(protocol)
-    config = definition.configure(
-        definition.make_options(protocol_options), None, split(0).workload
+    return definition.node_ids(_config(protocol, protocol_options))
+
+
+def crash_nodes(protocol: str, **protocol_options: Any) -> tuple[str, ...]:
+    """The nodes a fault plan may crash, for `fault_plans(..., crash_nodes=...)`."""
+    definition = get_protocol(protocol)
+    return definition.crash_nodes(_config(protocol, protocol_options))
+
+
+def _config(protocol: str, protocol_options: Mapping[str, Any]) -> Any:
+    # Node ids depend on the options, never on the drawn workload.
+    definition = get_protocol(protocol)
+    return definition.configure(
+        definition.make_options(dict(protocol_options)), None, split(0).workload
     )
-    return definition.node_ids(config)
 
 
 def run(

@@ -35,7 +35,7 @@ from protocols.base import (
     Timeout,
     Trace,
 )
-from protocols.definition import ProtocolDefinition
+from protocols.definition import ProtocolDefinition, StepInfo
 from protocols.errors import ConfigError, InternalError, InvariantViolation
 from sim.host import NodeHost
 from sim.injector import FaultInjector
@@ -106,12 +106,15 @@ class Simulation:
         node_ids = protocol.node_ids(self.config)
         if self.options.faults is None:
             self.plan = swarm_plan(
-                streams.faults, node_ids, horizon_ticks=self.options.swarm_horizon_ticks
+                streams.faults,
+                node_ids,
+                horizon_ticks=self.options.swarm_horizon_ticks,
+                crash_nodes=protocol.crash_nodes(self.config),
             )
         else:
             self.plan = self.options.faults
         self.plan.check_wellformed()
-        self.plan.check_recoverable(node_ids)
+        self.plan.check_recoverable(node_ids, crash_nodes=protocol.crash_nodes(self.config))
         self.env = simpy.Environment()
         self.injector = FaultInjector(self.plan)
         self.network = Network(
@@ -218,7 +221,7 @@ class Simulation:
         if self.emitter is not None:
             self.emitter.step(ts=self.now, node=node, action=action, params=params, vars=spec_vars)
         self._last_vars = spec_vars
-        self.oracle.check_step(spec_vars)
+        self.oracle.check_step(spec_vars, StepInfo(self.now, node, action, params))
 
     def _dispatch(self, host: NodeHost, event: Input) -> None:
         effects = host.live_core().handle(self.now, event)

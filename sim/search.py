@@ -26,7 +26,7 @@ from faults.plan import FaultPlan
 from faults.strategies import fault_plans, workloads
 from protocols import get_protocol
 from protocols.errors import ConfigError
-from sim.api import Outcome, nodes, run
+from sim.api import Outcome, crash_nodes, nodes, run
 from sim.kernel import OUTCOME_OK
 from sim.shrinking import shrink_failure
 
@@ -51,7 +51,13 @@ def examples(protocol: str, horizon_ticks: int = 600) -> st.SearchStrategy[Examp
     @st.composite
     def draw(draw_fn: st.DrawFn) -> Example:
         options = draw_fn(workloads(ranges))
-        plan = draw_fn(fault_plans(nodes(protocol, **options), horizon_ticks=horizon_ticks))
+        plan = draw_fn(
+            fault_plans(
+                nodes(protocol, **options),
+                horizon_ticks=horizon_ticks,
+                crash_nodes=crash_nodes(protocol, **options),
+            )
+        )
         seed = draw_fn(st.integers(min_value=0, max_value=2**16))
         return Example(seed, options, plan)
 

@@ -1,27 +1,9 @@
-"""The two-phase commit bug zoo.
-
-Each variant is a promise: a swarm sweep finds it through an oracle, and TLC
-rejects the failing trace. The cores read `config.bug` at exactly the place
-the variant changes, and nowhere else.
-"""
+"""The two-phase commit bug zoo (see protocols/zoo.py for what a variant promises)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from protocols.errors import ConfigError
-
-
-@dataclass(frozen=True, slots=True)
-class BugVariant:
-    name: str
-    breaks: str  # the property or properties that fail
-    description: str
-    # The most faults a shrunk failing plan needs, and what they are: the
-    # quality tests hold shrinking to this.
-    minimal_faults: int
-    minimal_plan: str
-
+from protocols.zoo import BugVariant
+from protocols.zoo import check_bug as _check_bug
 
 COMMIT_BEFORE_DURABLE = "commit-before-durable"
 ABORT_AFTER_PREPARE = "abort-after-prepare"
@@ -69,6 +51,4 @@ BUGS: dict[str, BugVariant] = {
 
 
 def check_bug(name: str | None) -> str | None:
-    if name is not None and name not in BUGS:
-        raise ConfigError(f"unknown two-phase commit bug {name!r}; known: {', '.join(BUGS)}")
-    return name
+    return _check_bug(BUGS, "two-phase commit", name)

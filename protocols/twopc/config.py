@@ -49,8 +49,10 @@ class TwoPCOptions:
                 raise ConfigError(f"{name}={value!r}: must be a positive integer")
         for name in ("no_vote_probability", "self_abort_probability"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not (
-                0.0 <= value <= 1.0
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not (0.0 <= value <= 1.0)
             ):
                 raise ConfigError(f"{name}={value!r}: must be a probability in [0, 1]")
 

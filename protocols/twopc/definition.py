@@ -15,6 +15,7 @@ from protocols.twopc.messages import Message, from_wire, to_wire
 from protocols.twopc.oracles import TwoPCOracle
 from protocols.twopc.rm import ResourceManager
 from protocols.twopc.tm import TM_ID, TransactionManager
+from protocols.zoo import BugVariant
 
 _TM_STATES = '{"init", "preparing", "committed", "aborted"}'
 _RM_STATES = '{"working", "prepared", "committed", "aborted"}'
@@ -54,7 +55,7 @@ class TwoPhaseCommit:
     )
 
     @property
-    def bugs(self) -> Mapping[str, bugs.BugVariant]:
+    def bugs(self) -> Mapping[str, BugVariant]:
         return bugs.BUGS
 
     def default_options(self) -> TwoPCOptions:
@@ -81,6 +82,9 @@ class TwoPhaseCommit:
 
     def node_ids(self, config: TwoPCConfig) -> tuple[str, ...]:
         return (TM_ID, *config.rms)
+
+    def crash_nodes(self, config: TwoPCConfig) -> tuple[str, ...]:
+        return self.node_ids(config)
 
     def make_core(self, config: TwoPCConfig, node_id: str) -> Core:
         if node_id == TM_ID:
@@ -114,8 +118,7 @@ class TwoPhaseCommit:
     ) -> dict[str, Any]:
         tm_view = views[TM_ID]
         rm_state = {
-            plan.tx: {rm: views[rm]["rmState"][plan.tx] for rm in config.rms}
-            for plan in config.txs
+            plan.tx: {rm: views[rm]["rmState"][plan.tx] for rm in config.rms} for plan in config.txs
         }
         return {
             "tmState": tm_view["tmState"],

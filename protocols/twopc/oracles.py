@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from protocols.definition import StepInfo
 from protocols.errors import InvariantViolation
 
 DECIDED = ("committed", "aborted")
@@ -23,7 +24,7 @@ class TwoPCOracle:
         # The first decision seen for each (node, tx): durability means it never changes.
         self._decided: dict[tuple[str, str], str] = {}
 
-    def check_step(self, spec_vars: Mapping[str, Any]) -> None:
+    def check_step(self, spec_vars: Mapping[str, Any], step: StepInfo | None = None) -> None:
         tm_state = spec_vars["tmState"]
         rm_state = spec_vars["rmState"]
         for tx in self.txs:

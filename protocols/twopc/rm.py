@@ -35,10 +35,10 @@ from protocols.base import (
     Timeout,
 )
 from protocols.errors import ProtocolViolation
+from protocols.steps import StepList
 from protocols.twopc import bugs
 from protocols.twopc.config import VOTE_YES, TwoPCConfig
 from protocols.twopc.messages import Abort, Aborted, Commit, Prepare, Prepared
-from protocols.twopc.steps import StepList
 from protocols.twopc.tm import TM_ID
 
 

@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 
 
-def _trace_hash(tmp_path: Path, hash_seed: str, fmt: str, seed: int) -> str:
-    path = tmp_path / f"trace-{hash_seed}.{fmt}"
+def _trace_hash(
+    tmp_path: Path, hash_seed: str, fmt: str, seed: int, protocol: str = "twopc"
+) -> str:
+    path = tmp_path / f"trace-{protocol}-{hash_seed}.{fmt}"
     env = dict(os.environ, PYTHONHASHSEED=hash_seed)
     subprocess.run(
-        [sys.executable, "-m", "sim", "run", "twopc", "--seed", str(seed),
+        [sys.executable, "-m", "sim", "run", protocol, "--seed", str(seed),
          "--trace", str(path), "--trace-format", fmt],
         env=env,
         check=True,
@@ -24,10 +26,15 @@ def _trace_hash(tmp_path: Path, hash_seed: str, fmt: str, seed: int) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.parametrize("protocol", ["twopc", "shardsplit"])
 @pytest.mark.parametrize("fmt", ["ndjson", "msgpack"])
-def test_same_seed_gives_byte_identical_trace_in_two_processes(tmp_path: Path, fmt: str) -> None:
-    # Seed 85 has crashes, loss and duplication under swarm faults.
-    hashes = {_trace_hash(tmp_path, hash_seed, fmt, 85) for hash_seed in ("1", "4242")}
+def test_same_seed_gives_byte_identical_trace_in_two_processes(
+    tmp_path: Path, fmt: str, protocol: str
+) -> None:
+    # Seed 85 has crashes, loss and duplication under swarm faults (both protocols).
+    hashes = {
+        _trace_hash(tmp_path, hash_seed, fmt, 85, protocol) for hash_seed in ("1", "4242")
+    }
     assert len(hashes) == 1
 
 

@@ -1,0 +1,167 @@
+"""The shard split protocol as the simulator sees it (docs/shardsplit-model.md)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import fields
+from typing import Any
+
+from protocols.base import Core
+from protocols.errors import ConfigError
+from protocols.shardsplit import bugs
+from protocols.shardsplit.client import Client
+from protocols.shardsplit.config import (
+    COORD_ID,
+    ShardSplitConfig,
+    ShardSplitOptions,
+    build_config,
+)
+from protocols.shardsplit.coordinator import Coordinator
+from protocols.shardsplit.messages import Message, from_wire, to_wire
+from protocols.shardsplit.oracles import ShardSplitOracle
+from protocols.shardsplit.shard import Shard
+from protocols.zoo import BugVariant
+
+_VALUE = '[c: Clients \\cup {"-"}, n: Nat]'
+_SHARD_STATES = '{"absent", "splitting", "active", "frozen", "retired"}'
+_PHASES = '{"idle", "freezing", "retiring", "activating", "done"}'
+
+
+class ShardSplit:
+    name = "shardsplit"
+    summary = "shard split: a sharded key-value store splitting shards under client load"
+    spec_module = "ShardSplitMsg"
+    net_lose_action = "NetLose"
+    net_duplicate_action = "NetDuplicate"
+    variable_types: Mapping[str, str] = {
+        "routing": "[Keys -> Shards]",
+        "splitPhase": f"[Parents -> {_PHASES}]",
+        "coordAcks": "[Parents -> SUBSET Shards]",
+        "coordUp": "BOOLEAN",
+        "shardState": f"[Shards -> {_SHARD_STATES}]",
+        "kv": f"[Shards -> [Keys -> {_VALUE}]]",
+        "applied": f"[Shards -> SUBSET {_VALUE}]",
+        "pending": f"[Shards -> SUBSET [key: Keys, val: {_VALUE}]]",
+        "shardUp": "[Shards -> BOOLEAN]",
+        "clientRoute": "[Clients -> [Keys -> Shards]]",
+        "clientOp": (
+            f'[Clients -> [kind: {{"idle", "get", "put"}}, key: Keys \\cup {{"-"}}, id: {_VALUE}]]'
+        ),
+        "msgs": "[Msg -> Nat \\ {0}] (a bag)",
+    }
+    # Search mode draws from these; each shrinks toward its first bound: few
+    # keys, one split, one client doing few operations.
+    workload_ranges: Mapping[str, tuple[int, int] | tuple[float, float]] = {
+        "key_count": (2, 6),
+        "split_count": (1, 2),
+        "client_count": (1, 4),
+        "ops_per_client": (1, 8),
+        "get_ratio": (0.0, 0.8),
+    }
+    source_files: Sequence[str] = (
+        "protocols/shardsplit/coordinator.py",
+        "protocols/shardsplit/shard.py",
+        "protocols/shardsplit/client.py",
+        "protocols/shardsplit/messages.py",
+        "protocols/shardsplit/definition.py",
+    )
+
+    @property
+    def bugs(self) -> Mapping[str, BugVariant]:
+        return bugs.BUGS
+
+    def default_options(self) -> ShardSplitOptions:
+        return ShardSplitOptions()
+
+    def make_options(self, overrides: Mapping[str, Any]) -> ShardSplitOptions:
+        known = {f.name for f in fields(ShardSplitOptions)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ConfigError(
+                f"unknown shardsplit option(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(known))}"
+            )
+        options = ShardSplitOptions(**overrides)
+        return options
+
+    def configure(
+        self, options: ShardSplitOptions, bug: str | None, workload_rng: random.Random
+    ) -> ShardSplitConfig:
+        return build_config(options, bugs.check_bug(bug), workload_rng)
+
+    def node_ids(self, config: ShardSplitConfig) -> tuple[str, ...]:
+        return (COORD_ID, *config.shards, *config.clients)
+
+    def crash_nodes(self, config: ShardSplitConfig) -> tuple[str, ...]:
+        return (COORD_ID, *config.shards)
+
+    def make_core(self, config: ShardSplitConfig, node_id: str) -> Core:
+        if node_id == COORD_ID:
+            return Coordinator(config)
+        if node_id in config.clients:
+            return Client(node_id, config)
+        return Shard(node_id, config)
+
+    def crash_step(self, node_id: str) -> tuple[str, Mapping[str, Any]]:
+        if node_id == COORD_ID:
+            return "CoordCrash", {}
+        return "ShardCrash", {"shard": node_id}
+
+    def encode_message(self, msg: Message) -> dict[str, Any]:
+        return to_wire(msg)
+
+    def decode_message(self, data: Any) -> Message:
+        return from_wire(data)
+
+    def message_record(self, msg: Message) -> Mapping[str, Any]:
+        return msg
+
+    def spec_constants(self, config: ShardSplitConfig) -> Mapping[str, Any]:
+        return {
+            "Keys": frozenset(config.keys),
+            "Shards": frozenset(config.shards),
+            "Clients": frozenset(config.clients),
+            "InitialShards": frozenset(config.initial_shards),
+            "ShardKeys": {s: frozenset(keys) for s, keys in config.shard_keys.items()},
+            "Children": {p.parent: frozenset(p.children) for p in config.splits},
+            "SplitOrder": tuple(p.parent for p in config.splits),
+            "MaxOps": config.options.ops_per_client,
+        }
+
+    def spec_vars(
+        self,
+        config: ShardSplitConfig,
+        views: Mapping[str, Mapping[str, Any]],
+        logs: Mapping[str, Sequence[Mapping[str, Any]]],
+        up: Mapping[str, bool],
+        in_flight: Mapping[Hashable, int],
+    ) -> dict[str, Any]:
+        coord = views[COORD_ID]
+        return {
+            "routing": coord["routing"],
+            "splitPhase": coord["splitPhase"],
+            "coordAcks": coord["coordAcks"],
+            "coordUp": up[COORD_ID],
+            "shardState": {s: views[s]["shardState"] for s in config.shards},
+            "kv": {s: views[s]["kv"] for s in config.shards},
+            "applied": {s: views[s]["applied"] for s in config.shards},
+            "pending": {s: views[s]["pending"] for s in config.shards},
+            "shardUp": {s: up[s] for s in config.shards},
+            "clientRoute": {c: views[c]["clientRoute"] for c in config.clients},
+            "clientOp": {c: views[c]["clientOp"] for c in config.clients},
+            "msgs": dict(in_flight),
+        }
+
+    def make_oracle(self, config: ShardSplitConfig) -> ShardSplitOracle:
+        return ShardSplitOracle(config)
+
+    def settle_tick(self, config: ShardSplitConfig) -> int:
+        """By this tick every split is due and every client would have invoked its
+        last operation had each earlier one answered at once."""
+        last_split = max((p.due_tick for p in config.splits), default=0)
+        busiest = max((sum(op.think_ticks for op in ops) for ops in config.ops.values()), default=0)
+        return max(last_split, busiest)
+
+
+DEFINITION = ShardSplit()

@@ -1,0 +1,180 @@
+"""Shard split oracles: the seed's invariants, lost writes and linearizability.
+
+Safety is checked after every step from the spec variables and the step:
+- SingleOwner: no key is served by two shards;
+- SafeRetire: no shard is retired with writes pending;
+- RouteLive: the routing table never sends a key to a retired shard;
+- no lost write (no acknowledged write is ever lost): the value the store holds for a key (the
+  abstract map of the refinement mapping) is never a write that completed
+  before some acknowledged write of that key was invoked, nor the initial
+  value once a write of the key was acknowledged;
+- the clients' history is linearizable: the history is read from the
+  `ClientInvoke` and `ClientReturn` steps, and each key's history is checked
+  (protocols/linearizability.py) whenever an operation on it completes.
+
+Liveness, once faults have healed and the bound has passed: every split is
+done and every client has finished all its operations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from protocols.definition import StepInfo
+from protocols.errors import InvariantViolation
+from protocols.linearizability import Op, check_linearizable
+from protocols.shardsplit.config import GET, NO_VALUE, ShardSplitConfig
+
+_SERVING = ("active", "frozen")
+
+
+def abstract_map(
+    config: ShardSplitConfig, shard_state: Mapping[str, str], kv: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The refinement mapping's `map`: each key's value at the shard with authority over it.
+
+    That is the shard that serves the key, else a child that has installed
+    it but is not active yet (between the parent's retirement and the
+    child's activation), else nobody (the initial value).
+    """
+    out = {}
+    for key in config.keys:
+        holders = [s for s in config.shards if key in config.shard_keys[s]]
+        serving = [s for s in holders if shard_state[s] in _SERVING]
+        installed = [s for s in holders if shard_state[s] == "splitting"]
+        chosen = serving or installed
+        out[key] = kv[chosen[0]][key] if chosen else NO_VALUE
+    return out
+
+
+def _label(value: Mapping[str, Any]) -> str | None:
+    """A write id as the history shows it: "c1.3"; None for the initial value."""
+    if value == NO_VALUE:
+        return None
+    return f"{value['c']}.{value['n']}"
+
+
+class ShardSplitOracle:
+    def __init__(self, config: ShardSplitConfig) -> None:
+        self.config = config
+        self.history: list[Op] = []
+        self._open: dict[str, tuple[int, str, str, int]] = {}  # client -> (n, kind, key, invoke)
+        self._ops_by_label: dict[str, Op] = {}  # completed writes, by value label
+        self._invoked: dict[str, int] = {}
+        # key -> (latest invoke tick among acknowledged writes, that write's label)
+        self._acked_floor: dict[str, tuple[int, str]] = {}
+        self._owner_cache: dict[str, tuple[str, ...]] = {
+            k: tuple(s for s in config.shards if k in config.shard_keys[s]) for k in config.keys
+        }
+
+    # ---- safety ----
+
+    def check_step(self, spec_vars: Mapping[str, Any], step: StepInfo) -> None:
+        state = spec_vars["shardState"]
+        for key, shards in self._owner_cache.items():
+            serving = [s for s in shards if state[s] in _SERVING]
+            if len(serving) > 1:
+                raise InvariantViolation(
+                    f"SingleOwner: key {key} is served by {' and '.join(serving)} "
+                    f"({', '.join(f'{s} {state[s]}' for s in serving)})"
+                )
+        for shard, pending in spec_vars["pending"].items():
+            if state[shard] == "retired" and pending:
+                writes = ", ".join(sorted(_label(w["val"]) or "?" for w in pending))
+                raise InvariantViolation(
+                    f"SafeRetire: {shard} retired with writes pending: {writes}"
+                )
+        for key, shard in spec_vars["routing"].items():
+            if state[shard] == "retired":
+                raise InvariantViolation(
+                    f"RouteLive: the routing table sends key {key} to {shard}, which has retired"
+                )
+        self._observe(step)
+        self._check_no_lost_write(abstract_map(self.config, state, spec_vars["kv"]))
+
+    def _observe(self, step: StepInfo) -> None:
+        if step.action == "ClientInvoke":
+            client = step.params["client"]
+            n = self._invoked.get(client, 0) + 1
+            self._invoked[client] = n
+            self._open[client] = (n, step.params["kind"], step.params["key"], step.tick)
+            if step.params["kind"] != GET:
+                # A write may take effect from its invocation on, answered or not.
+                self.history.append(
+                    Op(
+                        client,
+                        "write",
+                        step.params["key"],
+                        f"{client}.{n}",
+                        step.tick,
+                        None,
+                        (client, n),
+                    )
+                )
+        elif step.action == "ClientReturn":
+            client = step.params["client"]
+            n, kind, key, invoke = self._open.pop(client)
+            msg = step.params["msg"]
+            if kind == GET:
+                op = Op(client, "read", key, _label(msg["val"]), invoke, step.tick, (client, n))
+                self.history.append(op)
+            else:
+                index = next(
+                    i
+                    for i in range(len(self.history) - 1, -1, -1)
+                    if self.history[i].op_id == (client, n)
+                )
+                op = Op(client, "write", key, f"{client}.{n}", invoke, step.tick, (client, n))
+                self.history[index] = op
+                self._ops_by_label[op.value] = op
+                floor = self._acked_floor.get(key)
+                if floor is None or invoke > floor[0]:
+                    self._acked_floor[key] = (invoke, op.value)
+            self._check_key(key)
+
+    def _check_key(self, key: str) -> None:
+        ops = [op for op in self.history if op.key == key]
+        result = check_linearizable(ops)
+        if not result.ok:
+            raise InvariantViolation(f"linearizability: {result.explanation}")
+
+    def _check_no_lost_write(self, values: Mapping[str, Any]) -> None:
+        for key, (invoked, acked) in self._acked_floor.items():
+            current = _label(values[key])
+            if current == acked:
+                continue
+            if current is None:
+                raise InvariantViolation(
+                    f"no lost write: write {acked} of key {key} was acknowledged, but the key "
+                    "holds the initial value"
+                )
+            earlier = self._ops_by_label.get(current)
+            if earlier is not None and earlier.respond is not None and earlier.respond < invoked:
+                raise InvariantViolation(
+                    f"no lost write: write {acked} of key {key} was acknowledged, but the key "
+                    f"holds {current}, a write that completed at tick {earlier.respond}, before "
+                    f"{acked} was invoked at tick {invoked}"
+                )
+
+    # ---- liveness ----
+
+    def check_liveness(self, spec_vars: Mapping[str, Any]) -> str | None:
+        unfinished = [p for p, phase in spec_vars["splitPhase"].items() if phase != "done"]
+        busy = []
+        for client, op in spec_vars["clientOp"].items():
+            total = len(self.config.ops[client])
+            done = op["id"]["n"] - (op["kind"] != "idle")
+            if done < total:
+                busy.append(f"{client} ({done}/{total} done)")
+        if not unfinished and not busy:
+            return None
+        parts = []
+        if unfinished:
+            phases = spec_vars["splitPhase"]
+            parts.append(
+                "split(s) not done: " + ", ".join(f"{p} {phases[p]}" for p in sorted(unfinished))
+            )
+        if busy:
+            parts.append("client(s) not finished: " + ", ".join(sorted(busy)))
+        return "; ".join(parts)
