@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ def test_clients_hit_every_phase_of_a_split(tmp_path: Path) -> None:
         path = tmp_path / f"{seed}.ndjson"
         run_seed("shardsplit", seed, trace_path=path)
         steps = read_trace(path).steps
-        for before, step in zip(steps, steps[1:], strict=False):
+        for before, step in itertools.pairwise(steps):
             if step.action == "ShardRedirect":
                 msg = step.params["msg"]
                 reasons[str(_retry_reason(step.vars["msgs"], msg["id"]))] += 1
