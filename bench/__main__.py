@@ -5,11 +5,19 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from bench import bugs, campaign, kernel, validation
+from bench import bugs, campaign, kernel, linearizability, validation
+from sim.cli_support import out
+
+# The standard campaign of each protocol: its default options, swarm faults.
+CAMPAIGNS = {
+    "twopc": "3 RMs, 5 transactions",
+    "shardsplit": "4 keys, 2 splits, 3 clients x 8 operations",
+}
 
 
 def main() -> None:
-    console = Console()
+    # The CLI's console: as wide as the terminal, and 120 columns in a log.
+    console = out
 
     raw, off, on = kernel.run()
     table = Table(title="Kernel: delivered messages per second (same process, side by side)")
@@ -31,26 +39,83 @@ def main() -> None:
         f"{cost.wall_seconds / cost.traces:.2f} s per trace"
     )
 
-    rates = campaign.run()
-    table = Table(title="Campaign: twopc, 3 RMs, 5 transactions, swarm faults")
-    for column in ("run", "seeds", "seconds", "seeds/s"):
-        table.add_column(column)
-    for r in rates:
-        table.add_row(r.label, str(r.seeds), f"{r.seconds:.2f}", f"{r.per_second:.0f}")
-    console.print(table)
-    _, one, two, dask = rates
+    twopc_rates = campaign.run("twopc")
+    campaign_table("twopc", twopc_rates, console)
+    _, one, two, dask = twopc_rates
     console.print(
         f"2 workers / 1 worker: {two.per_second / one.per_second:.2f}x; "
         f"dask LocalCluster / process pool (2 workers each): "
         f"{dask.per_second / two.per_second:.2f}x"
     )
+    split_rates = campaign.run("shardsplit", dask=False)
+    campaign_table("shardsplit", split_rates, console)
+    _, split_one, split_two = split_rates
+    console.print(
+        f"2 workers / 1 worker: {split_two.per_second / split_one.per_second:.2f}x; "
+        f"shardsplit / twopc seeds per second (1 worker): "
+        f"{split_one.per_second / one.per_second:.2f}x"
+    )
 
     table = Table(title="Swarm: seeds to the first failure, per bug variant")
-    for column in ("bug", "median", "sweeps", "misses", "counts"):
+    for column in ("protocol", "bug", "median", "sweeps", "misses", "counts"):
         table.add_column(column)
-    for f in bugs.run():
-        table.add_row(f.bug, f"{f.median:g}", str(len(f.counts)), str(f.misses),
-                      " ".join(map(str, f.counts)))
+    for protocol in CAMPAIGNS:
+        for f in bugs.run(protocol):
+            table.add_row(f.protocol, f.bug, f"{f.median:g}", str(len(f.counts)), str(f.misses),
+                          " ".join(map(str, f.counts)))
+    console.print(table)
+
+    linearizability_tables(console)
+
+
+def campaign_table(protocol: str, rates: list[campaign.Rate], console: Console) -> None:
+    table = Table(title=f"Campaign: {protocol}, {CAMPAIGNS[protocol]}, swarm faults")
+    for column in ("run", "seeds", "seconds", "seeds/s"):
+        table.add_column(column)
+    for r in rates:
+        table.add_row(r.label, str(r.seeds), f"{r.seconds:.2f}", f"{r.per_second:.0f}")
+    console.print(table)
+
+
+def linearizability_tables(console: Console) -> None:
+    runs = linearizability.large()
+    table = Table(
+        title="Linearizability: check_linearizable on 10,000-operation histories",
+        caption="overlap: the most completed operations on one key in flight at one tick; "
+        "a corrupted read returns a value nobody wrote",
+    )
+    for column in (
+        "history", "corrupted read", "ops", "keys", "clients", "pending writes", "overlap",
+        "verdict", "keys checked", "states explored", "seconds",
+    ):
+        table.add_column(column)
+    for r in runs:
+        table.add_row(
+            r.label, "yes" if r.corrupted else "no", f"{r.ops:,}", str(r.keys), str(r.clients),
+            str(r.pending_writes), str(r.overlap), "accepted" if r.ok else "rejected",
+            str(r.keys_checked), f"{r.states_explored:,}", f"{r.seconds:.3f}",
+        )
+    console.print(table)
+    clean = {r.label: r for r in runs if not r.corrupted}
+    console.print(
+        "rejecting the corrupted history / accepting the clean one: "
+        + "; ".join(
+            f"{r.label} {r.seconds / clean[r.label].seconds:.2f}x" for r in runs if r.corrupted
+        )
+    )
+
+    a = linearizability.agreement()
+    table = Table(title="Linearizability: check_linearizable against brute force, small histories")
+    for column in (
+        "histories", "read altered", "linearizable", "not", "agreed",
+        "check_linearizable s", "brute force s", "speed-up",
+    ):
+        table.add_column(column)
+    table.add_row(
+        str(a.histories), str(a.altered), str(a.linearizable), str(a.not_linearizable),
+        f"{a.agreed} ({a.agreed / a.histories:.0%})", f"{a.fast_seconds:.3f}",
+        f"{a.brute_seconds:.3f}", f"{a.speed_ratio:.1f}x",
+    )
     console.print(table)
 
 

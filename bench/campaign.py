@@ -1,11 +1,12 @@
 """Campaign throughput: seeds per second per core, pool speed-up, Dask against the pool.
 
-All figures come from one process, side by side:
-- one core, traces in memory: the standard two-phase commit campaign
-  (3 RMs, 5 transactions, swarm faults), each seed's trace kept in memory;
+All figures come from one process, side by side, for the standard campaign of
+a protocol (its default options, swarm faults):
+- one core, traces in memory: each seed's trace kept in memory;
 - `run_campaign` with 1 and with 2 local workers (no validation, no trace):
   the pool's speed-up on this machine;
-- `run_campaign` on a Dask LocalCluster of 2 workers against the pool of 2.
+- optionally, `run_campaign` on a Dask LocalCluster of 2 workers against the
+  pool of 2.
 """
 
 from __future__ import annotations
@@ -28,24 +29,27 @@ class Rate:
         return self.seeds / self.seconds
 
 
-def one_core_traces_in_memory(seeds: int) -> Rate:
+def one_core_traces_in_memory(protocol: str, seeds: int) -> Rate:
     start = time.perf_counter()
     for seed in range(seeds):
-        run_seed("twopc", seed, keep_trace=True)
+        run_seed(protocol, seed, keep_trace=True)
     return Rate("1 core, traces in memory", seeds, time.perf_counter() - start)
 
 
-def campaign(seeds: int, *, workers: int, dask: bool = False) -> Rate:
+def campaign(protocol: str, seeds: int, *, workers: int, dask: bool = False) -> Rate:
     start = time.perf_counter()
-    run_campaign("twopc", range(seeds), workers=workers, validate="none", dask=dask or None)
+    run_campaign(protocol, range(seeds), workers=workers, validate="none", dask=dask or None)
     label = f"{'dask LocalCluster' if dask else 'process pool'}, {workers} worker(s)"
     return Rate(label, seeds, time.perf_counter() - start)
 
 
-def run(seeds: int = 1000) -> list[Rate]:
-    return [
-        one_core_traces_in_memory(seeds),
-        campaign(seeds, workers=1),
-        campaign(seeds, workers=2),
-        campaign(seeds, workers=2, dask=True),
+def run(protocol: str = "twopc", seeds: int = 1000, *, dask: bool = True) -> list[Rate]:
+    """Traces in memory, then the pool at 1 and 2 workers, then (if `dask`) Dask at 2."""
+    rates = [
+        one_core_traces_in_memory(protocol, seeds),
+        campaign(protocol, seeds, workers=1),
+        campaign(protocol, seeds, workers=2),
     ]
+    if dask:
+        rates.append(campaign(protocol, seeds, workers=2, dask=True))
+    return rates

@@ -53,7 +53,7 @@ class ShardSplit:
     # Search mode draws from these; each shrinks toward its first bound: few
     # keys, one split, one client doing few operations.
     workload_ranges: Mapping[str, tuple[int, int] | tuple[float, float]] = {
-        "key_count": (2, 6),
+        "key_count": (3, 6),
         "split_count": (1, 2),
         "client_count": (1, 4),
         "ops_per_client": (1, 8),
