@@ -182,15 +182,22 @@ def validate(
 @main.command("check-specs", epilog=exit_code_help())
 @click.option("--name", "names", multiple=True, help="Only the manifest checks with these names.")
 @click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="TLC processes at once (each with one worker).",
+)
 @guarded
-def check_specs(names: tuple[str, ...], manifest: Path | None) -> None:
+def check_specs(names: tuple[str, ...], manifest: Path | None, jobs: int) -> None:
     """Run TLC on every config in specs/manifest.json and compare with the expected result."""
     from tracing.speccheck import check_specs as run_checks
 
     table = Table(title="TLC spec checks")
     for column in ("check", "expected", "actual", "distinct states", "seconds", "verdict"):
         table.add_column(column)
-    results = run_checks(manifest, names=list(names) or None)
+    results = run_checks(manifest, names=list(names) or None, jobs=jobs)
     for r in results:
         table.add_row(
             r.name,

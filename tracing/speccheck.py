@@ -27,6 +27,7 @@ import json
 import re
 import tempfile
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
@@ -287,9 +288,14 @@ def check_specs(
     names: Sequence[str] | None = None,
     include_slow: bool = True,
     timeout_s: float | None = None,
+    jobs: int = 1,
 ) -> list[SpecCheckResult]:
     """Run the manifest's checks (those named, or all; slow ones unless told
     not to) and return one result per check, in manifest order.
+
+    `jobs` TLC processes run at once, each with one worker: the checks are
+    independent, and one TLC per core beats one TLC with many workers on
+    models this small.
 
     Raises SpecError for a missing or corrupt manifest, a missing file, or a
     name the manifest does not hold; ToolNotFound without Java or TLC.
@@ -304,19 +310,22 @@ def check_specs(
         checks = [c for c in checks if c.name in set(names)]
     if not include_slow:
         checks = [c for c in checks if not c.slow]
-    results = []
+    if jobs < 1:
+        raise SpecError(f"jobs={jobs}: must be at least 1")
     with tempfile.TemporaryDirectory(prefix="tlasim-speccheck-") as tmp:
-        for check in checks:
+
+        def run(check: ManifestCheck) -> SpecCheckResult:
             result = run_tlc(check.module, check.config, workdir=Path(tmp), timeout_s=timeout_s)
-            results.append(
-                SpecCheckResult(
-                    check=check,
-                    outcome=result.outcome,
-                    violated=result.violated,
-                    distinct_states=result.distinct_states,
-                    seconds=result.seconds,
-                    problems=_compare(check, result),
-                    tlc_error=result.error_text() if result.outcome == "error" else "",
-                )
+            return SpecCheckResult(
+                check=check,
+                outcome=result.outcome,
+                violated=result.violated,
+                distinct_states=result.distinct_states,
+                seconds=result.seconds,
+                problems=_compare(check, result),
+                tlc_error=result.error_text() if result.outcome == "error" else "",
             )
-    return results
+
+        # Threads suffice: each check is a TLC subprocess. map keeps manifest order.
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            return list(pool.map(run, checks))

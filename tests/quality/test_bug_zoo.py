@@ -1,6 +1,6 @@
-"""Each two-phase commit bug variant is a promise: tlasim finds it.
+"""Each bug variant of each protocol is a promise: tlasim finds it.
 
-For every variant:
+For every variant of every protocol:
 - a swarm campaign over a fixed seed budget reaches an oracle failure that names one of the
   properties the variant documents as broken, and TLC rejects its trace;
 - shrinking that failure leaves no more faults than the variant needs
@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 
 from faults.plan import Crash
-from protocols.twopc.bugs import BUGS, COMMIT_BEFORE_DURABLE, TM_FORGETS_DECISION
+from protocols import PROTOCOLS
+from protocols.shardsplit.bugs import SPLIT_PROGRESS_NOT_DURABLE
+from protocols.twopc.bugs import COMMIT_BEFORE_DURABLE, TM_FORGETS_DECISION
 from sim.campaign import run_campaign
 from sim.kernel import OUTCOME_SAFETY
 from sim.runner import run_seed
@@ -34,57 +36,68 @@ SEED_BUDGET = 300
 # Measured: search finds every variant within its first 30 examples.
 SEARCH_EXAMPLES = 150
 
+VARIANTS = [(name, bug) for name, p in sorted(PROTOCOLS.items()) for bug in sorted(p.bugs)]
+# Variants whose only way to fail is a crash of one node, and that node.
+CRASH_OF = {
+    ("twopc", COMMIT_BEFORE_DURABLE): "tm",
+    ("twopc", TM_FORGETS_DECISION): "tm",
+    ("shardsplit", SPLIT_PROGRESS_NOT_DURABLE): "coord",
+}
 
-def first_failing_seed(bug: str, tmp_path: Path) -> tuple[int, str, Path]:
+
+def first_failing_seed(protocol: str, bug: str, tmp_path: Path) -> tuple[int, str, Path]:
     """Run a swarm campaign over the seed budget; return its first failure and trace."""
-    outcomes = run_campaign("twopc", range(SEED_BUDGET), bug=bug, validate="none", workers=1)
+    outcomes = run_campaign(protocol, range(SEED_BUDGET), bug=bug, validate="none", workers=1)
     failed = [o for o in outcomes if o.outcome == OUTCOME_SAFETY]
     if not failed:
         pytest.fail(f"bug {bug} was not found by the oracles in {SEED_BUDGET} seeds")
     first = failed[0]
     assert first.failure is not None
     path = tmp_path / f"{bug}-{first.seed}.ndjson"
-    replayed = run_seed("twopc", first.seed, bug=bug, trace_path=path).result
+    replayed = run_seed(protocol, first.seed, bug=bug, trace_path=path).result
     assert replayed.failure == first.failure
     return first.seed, first.failure, path
 
 
-def documented(bug: str, failure: str) -> bool:
-    return failure.split(":")[0] in [p.strip() for p in BUGS[bug].breaks.split(",")]
+def documented(protocol: str, bug: str, failure: str) -> bool:
+    breaks = PROTOCOLS[protocol].bugs[bug].breaks
+    return failure.split(":")[0] in [p.strip() for p in breaks.split(",")]
 
 
-@pytest.mark.parametrize("bug", sorted(BUGS))
-def test_twopc_bug_variant_is_found_by_oracle_and_rejected_by_tlc(
-    bug: str, tmp_path: Path
+@pytest.mark.parametrize(("protocol", "bug"), VARIANTS)
+def test_bug_variant_is_found_by_oracle_and_rejected_by_tlc(
+    protocol: str, bug: str, tmp_path: Path
 ) -> None:
-    seed, failure, trace = first_failing_seed(bug, tmp_path)
-    assert documented(bug, failure), (seed, failure)
+    seed, failure, trace = first_failing_seed(protocol, bug, tmp_path)
+    assert documented(protocol, bug, failure), (seed, failure)
 
     verdict = validate_trace(trace)
     assert not verdict.accepted, f"TLC accepted the failing trace of seed {seed}"
     assert verdict.divergence is not None
 
 
-@pytest.mark.parametrize("bug", sorted(BUGS))
-def test_twopc_bug_variant_shrinks_to_the_faults_it_needs(bug: str, tmp_path: Path) -> None:
-    seed, failure, _ = first_failing_seed(bug, tmp_path)
-    shrunk = shrink_failure("twopc", seed, bug=bug)
+@pytest.mark.parametrize(("protocol", "bug"), VARIANTS)
+def test_bug_variant_shrinks_to_the_faults_it_needs(
+    protocol: str, bug: str, tmp_path: Path
+) -> None:
+    seed, failure, _ = first_failing_seed(protocol, bug, tmp_path)
+    shrunk = shrink_failure(protocol, seed, bug=bug)
     plan = shrunk.shrunk.result.plan
-    assert plan.size <= BUGS[bug].minimal_faults, plan.describe()
+    assert plan.size <= PROTOCOLS[protocol].bugs[bug].minimal_faults, plan.describe()
     assert plan.size <= shrunk.original.result.plan.size
     assert broken_property(shrunk.shrunk) == failure.split(":")[0]
-    if bug in (COMMIT_BEFORE_DURABLE, TM_FORGETS_DECISION):
+    if (protocol, bug) in CRASH_OF:
         assert [type(f) for f in plan.faults()] == [Crash]
-        assert plan.crashes[0].node == "tm"
+        assert plan.crashes[0].node == CRASH_OF[protocol, bug]
 
 
-@pytest.mark.parametrize("bug", sorted(BUGS))
-def test_twopc_bug_variant_is_found_by_search_mode(bug: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("protocol", "bug"), VARIANTS)
+def test_bug_variant_is_found_by_search_mode(protocol: str, bug: str, tmp_path: Path) -> None:
     # Through the command, in a fresh process: the path hypothesis takes
     # depends on what the process imported before (see sim/search.py), and
     # the command is what users run and expect to repeat.
     done = subprocess.run(
-        [sys.executable, "-m", "sim", "search", "twopc", "--bug", bug,
+        [sys.executable, "-m", "sim", "search", protocol, "--bug", bug,
          "--examples", str(SEARCH_EXAMPLES)],
         capture_output=True,
         text=True,
@@ -95,18 +108,20 @@ def test_twopc_bug_variant_is_found_by_search_mode(bug: str, tmp_path: Path) -> 
     failure = re.search(r"^FAILURE safety: (.*)$", done.stdout, re.MULTILINE)
     size = re.search(r"fault plan: (\d+) fault", done.stdout)
     assert failure and size, done.stdout
-    assert documented(bug, failure.group(1))
-    assert int(size.group(1)) <= BUGS[bug].minimal_faults, done.stdout
+    assert documented(protocol, bug, failure.group(1))
+    assert int(size.group(1)) <= PROTOCOLS[protocol].bugs[bug].minimal_faults, done.stdout
 
 
-def test_correct_twopc_passes_the_same_seeds_the_bugs_fail() -> None:
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+def test_correct_protocol_passes_the_same_seeds_the_bugs_fail(protocol: str) -> None:
     """The oracles do not fire on the correct protocol (no false alarms)."""
     for seed in range(100):
-        result = run_seed("twopc", seed).result
+        result = run_seed(protocol, seed).result
         assert result.ok, (seed, result.failure)
 
 
-def test_search_finds_nothing_in_the_correct_protocol() -> None:
-    found = search("twopc", max_examples=60)
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+def test_search_finds_nothing_in_the_correct_protocol(protocol: str) -> None:
+    found = search(protocol, max_examples=60)
     assert found.failure is None
     assert found.examples_run == 60

@@ -10,6 +10,7 @@ from typing import Any
 from sim.kernel import OUTCOME_OK
 from sim.runner import run_seed
 from tracing.codec import read_trace
+from tracing.validate import validate_trace
 
 
 def test_correct_shardsplit_passes_every_oracle_on_200_swarm_seeds() -> None:
@@ -54,3 +55,13 @@ def _retry_reason(msgs: Any, op_id: Any) -> str | None:
         if record["type"] == "Retry" and record["id"] == op_id:
             return str(record["why"])
     return None
+
+
+def test_traces_of_correct_runs_are_accepted_by_tlc(tmp_path: Path) -> None:
+    # Between them: crashes, loss, duplication (seeds 6 and 13 have all three)
+    # and a quiet run (seed 3). Every step must be a step of ShardSplitMsg.
+    for seed in (3, 6, 13):
+        path = tmp_path / f"{seed}.ndjson"
+        run_seed("shardsplit", seed, trace_path=path)
+        verdict = validate_trace(path)
+        assert verdict.accepted, verdict.report()
