@@ -8,9 +8,8 @@ Safety is checked after every step from the spec variables and the step:
   abstract map of the refinement mapping) is never a write that completed
   before some acknowledged write of that key was invoked, nor the initial
   value once a write of the key was acknowledged;
-- the clients' history is linearizable: the history is read from the
-  `ClientInvoke` and `ClientReturn` steps, and each key's history is checked
-  (protocols/linearizability.py) whenever an operation on it completes.
+- the clients' history is linearizable (protocols/history.py reads it from
+  the `ClientInvoke` and `ClientReturn` steps).
 
 Liveness, once faults have healed and the bound has passed: every split is
 done and every client has finished all its operations.
@@ -23,8 +22,8 @@ from typing import Any
 
 from protocols.definition import StepInfo
 from protocols.errors import InvariantViolation
-from protocols.linearizability import Op, check_linearizable
-from protocols.shardsplit.config import GET, NO_VALUE, ShardSplitConfig
+from protocols.history import ClientHistory, value_label
+from protocols.shardsplit.config import NO_VALUE, ShardSplitConfig
 
 _SERVING = ("active", "frozen")
 
@@ -48,22 +47,10 @@ def abstract_map(
     return out
 
 
-def _label(value: Mapping[str, Any]) -> str | None:
-    """A write id as the history shows it: "c1.3"; None for the initial value."""
-    if value == NO_VALUE:
-        return None
-    return f"{value['c']}.{value['n']}"
-
-
 class ShardSplitOracle:
     def __init__(self, config: ShardSplitConfig) -> None:
         self.config = config
-        self.history: list[Op] = []
-        self._open: dict[str, tuple[int, str, str, int]] = {}  # client -> (n, kind, key, invoke)
-        self._ops_by_label: dict[str, Op] = {}  # completed writes, by value label
-        self._invoked: dict[str, int] = {}
-        # key -> (latest invoke tick among acknowledged writes, that write's label)
-        self._acked_floor: dict[str, tuple[int, str]] = {}
+        self.history = ClientHistory()
         self._owner_cache: dict[str, tuple[str, ...]] = {
             k: tuple(s for s in config.shards if k in config.shard_keys[s]) for k in config.keys
         }
@@ -81,7 +68,7 @@ class ShardSplitOracle:
                 )
         for shard, pending in spec_vars["pending"].items():
             if state[shard] == "retired" and pending:
-                writes = ", ".join(sorted(_label(w["val"]) or "?" for w in pending))
+                writes = ", ".join(sorted(value_label(w["val"]) or "?" for w in pending))
                 raise InvariantViolation(
                     f"SafeRetire: {shard} retired with writes pending: {writes}"
                 )
@@ -90,72 +77,8 @@ class ShardSplitOracle:
                 raise InvariantViolation(
                     f"RouteLive: the routing table sends key {key} to {shard}, which has retired"
                 )
-        self._observe(step)
-        self._check_no_lost_write(abstract_map(self.config, state, spec_vars["kv"]))
-
-    def _observe(self, step: StepInfo) -> None:
-        if step.action == "ClientInvoke":
-            client = step.params["client"]
-            n = self._invoked.get(client, 0) + 1
-            self._invoked[client] = n
-            self._open[client] = (n, step.params["kind"], step.params["key"], step.tick)
-            if step.params["kind"] != GET:
-                # A write may take effect from its invocation on, answered or not.
-                self.history.append(
-                    Op(
-                        client,
-                        "write",
-                        step.params["key"],
-                        f"{client}.{n}",
-                        step.tick,
-                        None,
-                        (client, n),
-                    )
-                )
-        elif step.action == "ClientReturn":
-            client = step.params["client"]
-            n, kind, key, invoke = self._open.pop(client)
-            msg = step.params["msg"]
-            if kind == GET:
-                op = Op(client, "read", key, _label(msg["val"]), invoke, step.tick, (client, n))
-                self.history.append(op)
-            else:
-                index = next(
-                    i
-                    for i in range(len(self.history) - 1, -1, -1)
-                    if self.history[i].op_id == (client, n)
-                )
-                op = Op(client, "write", key, f"{client}.{n}", invoke, step.tick, (client, n))
-                self.history[index] = op
-                self._ops_by_label[op.value] = op
-                floor = self._acked_floor.get(key)
-                if floor is None or invoke > floor[0]:
-                    self._acked_floor[key] = (invoke, op.value)
-            self._check_key(key)
-
-    def _check_key(self, key: str) -> None:
-        ops = [op for op in self.history if op.key == key]
-        result = check_linearizable(ops)
-        if not result.ok:
-            raise InvariantViolation(f"linearizability: {result.explanation}")
-
-    def _check_no_lost_write(self, values: Mapping[str, Any]) -> None:
-        for key, (invoked, acked) in self._acked_floor.items():
-            current = _label(values[key])
-            if current == acked:
-                continue
-            if current is None:
-                raise InvariantViolation(
-                    f"no lost write: write {acked} of key {key} was acknowledged, but the key "
-                    "holds the initial value"
-                )
-            earlier = self._ops_by_label.get(current)
-            if earlier is not None and earlier.respond is not None and earlier.respond < invoked:
-                raise InvariantViolation(
-                    f"no lost write: write {acked} of key {key} was acknowledged, but the key "
-                    f"holds {current}, a write that completed at tick {earlier.respond}, before "
-                    f"{acked} was invoked at tick {invoked}"
-                )
+        self.history.observe(step)
+        self.history.check_no_lost_write(abstract_map(self.config, state, spec_vars["kv"]))
 
     # ---- liveness ----
 

@@ -1,0 +1,155 @@
+"""The snapshot transfer protocol as the simulator sees it (docs/snapshot-model.md)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import fields
+from typing import Any
+
+from protocols.base import Core
+from protocols.errors import ConfigError
+from protocols.snapshot import bugs
+from protocols.snapshot.client import SnapshotClient
+from protocols.snapshot.config import (
+    RECEIVER_ID,
+    SOURCE_ID,
+    SnapshotConfig,
+    SnapshotOptions,
+    build_config,
+)
+from protocols.snapshot.messages import Message, from_wire, to_wire
+from protocols.snapshot.oracles import SnapshotOracle
+from protocols.snapshot.receiver import Receiver
+from protocols.snapshot.source import Source
+from protocols.zoo import BugVariant
+
+_VALUE = '[c: Clients \\cup {"-"}, n: Nat]'
+_WRITE = f"[key: Keys, val: {_VALUE}]"
+
+
+class SnapshotTransfer:
+    name = "snapshot"
+    summary = "snapshot transfer: a replica joins from a snapshot while the source keeps writing"
+    spec_module = "SnapshotTransferMsg"
+    net_lose_action = "NetLose"
+    net_duplicate_action = "NetDuplicate"
+    variable_types: Mapping[str, str] = {
+        "srcLog": f"Seq({_WRITE})",
+        "srcSnap": "Int",
+        "srcAcked": "SUBSET Chunks",
+        "srcShipped": "Int",
+        "srcUp": "BOOLEAN",
+        "rcvState": '{"empty", "receiving", "replaying", "ready"}',
+        "rcvSnap": "Int",
+        "rcvChunks": "SUBSET Chunks",
+        "rcvKv": f"[Keys -> {_VALUE}]",
+        "rcvPos": "Int",
+        "rcvReads": f"SUBSET [id: {_VALUE}, key: Keys, idx: Int]",
+        "rcvUp": "BOOLEAN",
+        "clientOp": (
+            f'[Clients -> [kind: {{"idle", "get", "put"}}, key: Keys \\cup {{"-"}}, id: {_VALUE}]]'
+        ),
+        "msgs": "[Msg -> Nat \\ {0}] (a bag)",
+    }
+    # Search mode draws from these; each shrinks toward its first bound.
+    workload_ranges: Mapping[str, tuple[int, int] | tuple[float, float]] = {
+        "key_count": (2, 6),
+        "chunk_count": (1, 2),
+        "client_count": (1, 4),
+        "ops_per_client": (1, 8),
+        "get_ratio": (0.0, 0.8),
+    }
+    source_files: Sequence[str] = (
+        "protocols/snapshot/source.py",
+        "protocols/snapshot/receiver.py",
+        "protocols/snapshot/client.py",
+        "protocols/snapshot/messages.py",
+        "protocols/snapshot/definition.py",
+    )
+
+    @property
+    def bugs(self) -> Mapping[str, BugVariant]:
+        return bugs.BUGS
+
+    def default_options(self) -> SnapshotOptions:
+        return SnapshotOptions()
+
+    def make_options(self, overrides: Mapping[str, Any]) -> SnapshotOptions:
+        known = {f.name for f in fields(SnapshotOptions)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ConfigError(
+                f"unknown snapshot option(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(known))}"
+            )
+        return SnapshotOptions(**overrides)
+
+    def configure(
+        self, options: SnapshotOptions, bug: str | None, workload_rng: random.Random
+    ) -> SnapshotConfig:
+        return build_config(options, bugs.check_bug(bug), workload_rng)
+
+    def node_ids(self, config: SnapshotConfig) -> tuple[str, ...]:
+        return (SOURCE_ID, RECEIVER_ID, *config.clients)
+
+    def crash_nodes(self, config: SnapshotConfig) -> tuple[str, ...]:
+        return (SOURCE_ID, RECEIVER_ID)
+
+    def make_core(self, config: SnapshotConfig, node_id: str) -> Core:
+        if node_id == SOURCE_ID:
+            return Source(config)
+        if node_id == RECEIVER_ID:
+            return Receiver(config)
+        return SnapshotClient(node_id, config)
+
+    def crash_step(self, node_id: str) -> tuple[str, Mapping[str, Any]]:
+        return ("SrcCrash" if node_id == SOURCE_ID else "RcvCrash"), {}
+
+    def encode_message(self, msg: Message) -> dict[str, Any]:
+        return to_wire(msg)
+
+    def decode_message(self, data: Any) -> Message:
+        return from_wire(data)
+
+    def message_record(self, msg: Message) -> Mapping[str, Any]:
+        return msg
+
+    def spec_constants(self, config: SnapshotConfig) -> Mapping[str, Any]:
+        return {
+            "Keys": frozenset(config.keys),
+            "Clients": frozenset(config.clients),
+            "Chunks": frozenset(config.chunks),
+            "ChunkKeys": {c: frozenset(keys) for c, keys in config.chunk_keys.items()},
+            "MaxOps": config.options.ops_per_client,
+        }
+
+    def spec_vars(
+        self,
+        config: SnapshotConfig,
+        views: Mapping[str, Mapping[str, Any]],
+        logs: Mapping[str, Sequence[Mapping[str, Any]]],
+        up: Mapping[str, bool],
+        in_flight: Mapping[Hashable, int],
+    ) -> dict[str, Any]:
+        src, rcv = views[SOURCE_ID], views[RECEIVER_ID]
+        return {
+            **src,
+            "srcUp": up[SOURCE_ID],
+            **rcv,
+            "rcvUp": up[RECEIVER_ID],
+            "clientOp": {c: views[c]["clientOp"] for c in config.clients},
+            "msgs": dict(in_flight),
+        }
+
+    def make_oracle(self, config: SnapshotConfig) -> SnapshotOracle:
+        return SnapshotOracle(config)
+
+    def settle_tick(self, config: SnapshotConfig) -> int:
+        """By this tick the receiver has joined and every client would have invoked
+        its last operation had each earlier one answered at once."""
+        busiest = max((sum(op.think_ticks for op in ops) for ops in config.ops.values()), default=0)
+        return max(config.join_tick, busiest)
+
+
+DEFINITION = SnapshotTransfer()
