@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/tlasim campaign twopc --seeds 1:51 --validate all
 	$(BIN)/tlasim campaign shardsplit --seeds 1:21 --validate all
+	$(BIN)/tlasim campaign snapshot --seeds 1:21 --validate all
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -12,6 +12,7 @@ from sim.cli_support import out
 CAMPAIGNS = {
     "twopc": "3 RMs, 5 transactions",
     "shardsplit": "4 keys, 2 splits, 3 clients x 8 operations",
+    "snapshot": "6 keys in 3 chunks, 3 clients x 8 operations",
 }
 
 
@@ -47,14 +48,15 @@ def main() -> None:
         f"dask LocalCluster / process pool (2 workers each): "
         f"{dask.per_second / two.per_second:.2f}x"
     )
-    split_rates = campaign.run("shardsplit", dask=False)
-    campaign_table("shardsplit", split_rates, console)
-    _, split_one, split_two = split_rates
-    console.print(
-        f"2 workers / 1 worker: {split_two.per_second / split_one.per_second:.2f}x; "
-        f"shardsplit / twopc seeds per second (1 worker): "
-        f"{split_one.per_second / one.per_second:.2f}x"
-    )
+    for protocol in ("shardsplit", "snapshot"):
+        rates = campaign.run(protocol, dask=False)
+        campaign_table(protocol, rates, console)
+        _, its_one, its_two = rates
+        console.print(
+            f"2 workers / 1 worker: {its_two.per_second / its_one.per_second:.2f}x; "
+            f"{protocol} / twopc seeds per second (1 worker): "
+            f"{its_one.per_second / one.per_second:.2f}x"
+        )
 
     table = Table(title="Swarm: seeds to the first failure, per bug variant")
     for column in ("protocol", "bug", "median", "sweeps", "misses", "counts"):

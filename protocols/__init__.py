@@ -5,9 +5,12 @@ from __future__ import annotations
 from protocols.definition import ProtocolDefinition
 from protocols.errors import ConfigError
 from protocols.shardsplit.definition import DEFINITION as SHARDSPLIT
+from protocols.snapshot.definition import DEFINITION as SNAPSHOT
 from protocols.twopc.definition import DEFINITION as TWOPC
 
-PROTOCOLS: dict[str, ProtocolDefinition] = {TWOPC.name: TWOPC, SHARDSPLIT.name: SHARDSPLIT}
+PROTOCOLS: dict[str, ProtocolDefinition] = {
+    p.name: p for p in (TWOPC, SHARDSPLIT, SNAPSHOT)
+}
 
 
 def get_protocol(name: str) -> ProtocolDefinition:

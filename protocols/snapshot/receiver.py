@@ -144,7 +144,8 @@ class Receiver:
                 reply = message("GetOk", id=op_id, val=self.kv[msg["key"]])
                 out.step("RcvGet", params, Send(op_id["c"], reply))
             elif self.state == READY:
-                self.reads[op_id] = (msg["key"], NO_POSITION)
+                # A resent Get of a parked read keeps the parked one (and its index).
+                self.reads.setdefault(op_id, (msg["key"], NO_POSITION))
                 out.step("RcvGet", params, Send(SOURCE_ID, message("ReadIndexReq", id=op_id)))
             else:
                 out.step("RcvGet", params, Send(op_id["c"], message("Retry", id=op_id)))

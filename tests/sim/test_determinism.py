@@ -26,7 +26,7 @@ def _trace_hash(
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("protocol", ["twopc", "shardsplit"])
+@pytest.mark.parametrize("protocol", ["twopc", "shardsplit", "snapshot"])
 @pytest.mark.parametrize("fmt", ["ndjson", "msgpack"])
 def test_same_seed_gives_byte_identical_trace_in_two_processes(
     tmp_path: Path, fmt: str, protocol: str
