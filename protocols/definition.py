@@ -11,11 +11,14 @@ of these and registering it in `protocols/__init__.py`.
 from __future__ import annotations
 
 import random
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, Protocol, TypeVar, cast
 
 from protocols.base import Core
+from protocols.errors import ConfigError
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +29,17 @@ class StepInfo:
     node: str | None
     action: str
     params: Mapping[str, Any]
+
+
+def build_options(options_type: Callable[..., T], protocol: str, overrides: Mapping[str, Any]) -> T:
+    """Build a protocol's frozen options dataclass, naming any unknown option."""
+    known = {f.name for f in fields(cast(Any, options_type))}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ConfigError(
+            f"unknown {protocol} option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
+    return options_type(**dict(overrides))
 
 
 class Oracle(Protocol):

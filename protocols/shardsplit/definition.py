@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import fields
 from typing import Any
 
 from protocols.base import Core
-from protocols.errors import ConfigError
+from protocols.definition import build_options
 from protocols.shardsplit import bugs
 from protocols.shardsplit.client import Client
 from protocols.shardsplit.config import (
@@ -75,15 +74,7 @@ class ShardSplit:
         return ShardSplitOptions()
 
     def make_options(self, overrides: Mapping[str, Any]) -> ShardSplitOptions:
-        known = {f.name for f in fields(ShardSplitOptions)}
-        unknown = sorted(set(overrides) - known)
-        if unknown:
-            raise ConfigError(
-                f"unknown shardsplit option(s) {', '.join(unknown)}; "
-                f"known: {', '.join(sorted(known))}"
-            )
-        options = ShardSplitOptions(**overrides)
-        return options
+        return build_options(ShardSplitOptions, "shardsplit", overrides)
 
     def configure(
         self, options: ShardSplitOptions, bug: str | None, workload_rng: random.Random

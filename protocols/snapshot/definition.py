@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import fields
 from typing import Any
 
 from protocols.base import Core
-from protocols.errors import ConfigError
+from protocols.definition import build_options
 from protocols.snapshot import bugs
 from protocols.snapshot.client import SnapshotClient
 from protocols.snapshot.config import (
@@ -76,14 +75,7 @@ class SnapshotTransfer:
         return SnapshotOptions()
 
     def make_options(self, overrides: Mapping[str, Any]) -> SnapshotOptions:
-        known = {f.name for f in fields(SnapshotOptions)}
-        unknown = sorted(set(overrides) - known)
-        if unknown:
-            raise ConfigError(
-                f"unknown snapshot option(s) {', '.join(unknown)}; "
-                f"known: {', '.join(sorted(known))}"
-            )
-        return SnapshotOptions(**overrides)
+        return build_options(SnapshotOptions, "snapshot", overrides)
 
     def configure(
         self, options: SnapshotOptions, bug: str | None, workload_rng: random.Random

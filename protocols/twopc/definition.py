@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import fields
 from typing import Any
 
 from protocols.base import Core
-from protocols.errors import ConfigError
+from protocols.definition import build_options
 from protocols.twopc import bugs
 from protocols.twopc.config import TwoPCConfig, TwoPCOptions, draw_workload, rm_ids
 from protocols.twopc.messages import Message, from_wire, to_wire
@@ -62,13 +61,7 @@ class TwoPhaseCommit:
         return TwoPCOptions()
 
     def make_options(self, overrides: Mapping[str, Any]) -> TwoPCOptions:
-        known = {f.name for f in fields(TwoPCOptions)}
-        unknown = sorted(set(overrides) - known)
-        if unknown:
-            raise ConfigError(
-                f"unknown twopc option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
-            )
-        return TwoPCOptions(**overrides)
+        return build_options(TwoPCOptions, "twopc", overrides)
 
     def configure(
         self, options: TwoPCOptions, bug: str | None, workload_rng: random.Random
