@@ -42,6 +42,28 @@ def build_options(options_type: Callable[..., T], protocol: str, overrides: Mapp
     return options_type(**dict(overrides))
 
 
+def check_option_values(
+    options: Any, probabilities: Sequence[str], minimums: Mapping[str, int] | None = None
+) -> None:
+    """Check an options dataclass: named fields are probabilities, the rest integers
+    of at least 1 (or their entry in `minimums`). Raises ConfigError naming the option."""
+    for f in fields(options):
+        value = getattr(options, f.name)
+        if f.name in probabilities:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not (0.0 <= value <= 1.0)
+            ):
+                raise ConfigError(f"{f.name}={value!r}: must be a probability in [0, 1]")
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{f.name}={value!r}: must be an integer")
+        low = (minimums or {}).get(f.name, 1)
+        if value < low:
+            raise ConfigError(f"{f.name}={value}: must be at least {low}")
+
+
 class Oracle(Protocol):
     def check_step(self, spec_vars: Mapping[str, Any], step: StepInfo) -> None:
         """Raise InvariantViolation if a safety property is broken.

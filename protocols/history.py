@@ -30,6 +30,18 @@ def value_label(value: Mapping[str, Any]) -> str | None:
     return f"{value['c']}.{value['n']}"
 
 
+def unfinished_clients(
+    client_op: Mapping[str, Mapping[str, Any]], op_counts: Mapping[str, int]
+) -> str | None:
+    """For a liveness report: the clients that have not finished their operations."""
+    busy = []
+    for client, op in client_op.items():
+        done = op["id"]["n"] - (op["kind"] != "idle")
+        if done < op_counts[client]:
+            busy.append(f"{client} ({done}/{op_counts[client]} done)")
+    return "client(s) not finished: " + ", ".join(sorted(busy)) if busy else None
+
+
 class ClientHistory:
     def __init__(self) -> None:
         self.ops: list[Op] = []

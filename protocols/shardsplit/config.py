@@ -11,6 +11,7 @@ import random
 from dataclasses import dataclass, fields
 from typing import Any
 
+from protocols.definition import check_option_values
 from protocols.errors import ConfigError
 from protocols.frozen import FrozenRecord
 
@@ -41,21 +42,7 @@ class ShardSplitOptions:
     coord_resend_ticks: int = 20  # the coordinator resends the current phase this often
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "get_ratio":
-                if (
-                    isinstance(value, bool)
-                    or not isinstance(value, int | float)
-                    or not (0.0 <= value <= 1.0)
-                ):
-                    raise ConfigError(f"get_ratio={value!r}: must be a probability in [0, 1]")
-                continue
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ConfigError(f"{f.name}={value!r}: must be an integer")
-            low = 0 if f.name == "split_count" else 1
-            if value < low:
-                raise ConfigError(f"{f.name}={value}: must be at least {low}")
+        check_option_values(self, ("get_ratio",), {"split_count": 0})
         if not 2 <= self.key_count <= 64:
             raise ConfigError(f"key_count={self.key_count}: must be between 2 and 64")
         if self.initial_shards > self.key_count:

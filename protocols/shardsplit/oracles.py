@@ -22,7 +22,7 @@ from typing import Any
 
 from protocols.definition import StepInfo
 from protocols.errors import InvariantViolation
-from protocols.history import ClientHistory, value_label
+from protocols.history import ClientHistory, unfinished_clients, value_label
 from protocols.shardsplit.config import NO_VALUE, ShardSplitConfig
 
 _SERVING = ("active", "frozen")
@@ -84,12 +84,8 @@ class ShardSplitOracle:
 
     def check_liveness(self, spec_vars: Mapping[str, Any]) -> str | None:
         unfinished = [p for p, phase in spec_vars["splitPhase"].items() if phase != "done"]
-        busy = []
-        for client, op in spec_vars["clientOp"].items():
-            total = len(self.config.ops[client])
-            done = op["id"]["n"] - (op["kind"] != "idle")
-            if done < total:
-                busy.append(f"{client} ({done}/{total} done)")
+        counts = {c: len(ops) for c, ops in self.config.ops.items()}
+        busy = unfinished_clients(spec_vars["clientOp"], counts)
         if not unfinished and not busy:
             return None
         parts = []
@@ -99,5 +95,5 @@ class ShardSplitOracle:
                 "split(s) not done: " + ", ".join(f"{p} {phases[p]}" for p in sorted(unfinished))
             )
         if busy:
-            parts.append("client(s) not finished: " + ", ".join(sorted(busy)))
+            parts.append(busy)
         return "; ".join(parts)

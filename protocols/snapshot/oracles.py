@@ -25,7 +25,7 @@ from typing import Any
 
 from protocols.definition import StepInfo
 from protocols.errors import InvariantViolation
-from protocols.history import ClientHistory, value_label
+from protocols.history import ClientHistory, unfinished_clients, value_label
 from protocols.snapshot.config import NO_POSITION, NO_VALUE, SnapshotConfig
 
 
@@ -139,12 +139,8 @@ class SnapshotOracle:
                 f"{', '.join(sorted(spec_vars['rcvChunks'])) or 'none'} at position "
                 f"{spec_vars['rcvPos']}, not ready"
             )
-        busy = []
-        for client, op in spec_vars["clientOp"].items():
-            total = len(self.config.ops[client])
-            done = op["id"]["n"] - (op["kind"] != "idle")
-            if done < total:
-                busy.append(f"{client} ({done}/{total} done)")
+        counts = {c: len(ops) for c, ops in self.config.ops.items()}
+        busy = unfinished_clients(spec_vars["clientOp"], counts)
         if busy:
-            parts.append("client(s) not finished: " + ", ".join(sorted(busy)))
+            parts.append(busy)
         return "; ".join(parts) or None
