@@ -32,13 +32,8 @@ def main() -> None:
     console.print(table)
     console.print(f"tracing on / tracing off: {on.per_second / off.per_second:.2f}x")
 
-    cost = validation.run()
-    console.print(
-        f"TLC validation, one TLC run per trace: {cost.traces} traces, {cost.steps} steps, "
-        f"{cost.wall_seconds:.1f} s wall ({cost.tlc_seconds:.1f} s in TLC), "
-        f"{cost.ms_per_step:.1f} ms per trace step, "
-        f"{cost.wall_seconds / cost.traces:.2f} s per trace"
-    )
+    for line in validation.describe(validation.run()):
+        console.print(line, markup=False)
 
     twopc_rates = campaign.run("twopc")
     campaign_table("twopc", twopc_rates, console)

@@ -75,7 +75,7 @@ def run_batch(
     write_traces = validate != "none"
     keep_in_memory = not write_traces and trace_dir is not None
     suffix = (options or SimOptions()).trace_format
-    outcomes = []
+    runs = []
     with tempfile.TemporaryDirectory(prefix="tlasim-batch-") as scratch:
         for seed in seeds:
             # The bug is in the name so campaigns sharing a trace directory
@@ -87,14 +87,15 @@ def run_batch(
                 trace_path=path if write_traces else None,
                 keep_trace=keep_in_memory,
             )
+            runs.append((seed, path, run))
+        verdicts = _validate_batch(validate, runs)
+        outcomes = []
+        for seed, path, run in runs:
             result = run.result
             failed = result.outcome != OUTCOME_OK
             validation, rejection, tlc_seconds = "skipped", None, 0.0
-            if validate == "all" or (validate == "failures" and failed):
-                # Imported here so a worker that never validates never loads the validator.
-                from tracing.validate import validate_trace
-
-                verdict = validate_trace(path)
+            verdict = verdicts.get(seed)
+            if verdict is not None:
                 tlc_seconds = verdict.tlc_seconds
                 validation = "accepted" if verdict.accepted else "rejected"
                 if not verdict.accepted:
@@ -128,6 +129,24 @@ def run_batch(
                 )
             )
     return outcomes
+
+
+def _validate_batch(validate: str, runs: list[tuple[int, Path, Any]]) -> dict[int, Any]:
+    """The verdicts of the traces `validate` asks for, by seed: one TLC run
+    for the whole batch. A rejection's summary names its line and action;
+    `tlasim repro` explains it in full, so no explain job runs here."""
+    wanted = [
+        (seed, path)
+        for seed, path, run in runs
+        if validate == "all" or (validate == "failures" and run.result.outcome != OUTCOME_OK)
+    ]
+    if not wanted:
+        return {}
+    # Imported here so a worker that never validates never loads the validator.
+    from tracing.validate import validate_traces
+
+    verdicts = validate_traces([path for _, path in wanted], explain=False)
+    return {seed: verdict for (seed, _), verdict in zip(wanted, verdicts, strict=True)}
 
 
 def _plan_json(result: RunResult) -> str:

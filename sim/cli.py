@@ -6,7 +6,6 @@ sim/cli_campaign.py; what all commands share lives in sim/cli_support.py.
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -15,9 +14,9 @@ import click
 from rich.table import Table
 
 from protocols import get_protocol
-from protocols.errors import ConfigError
 from sim import exitcodes
 from sim.cli_campaign import campaign, repro, search, shrink
+from sim.cli_interchange import export
 from sim.cli_support import (
     check_bug,
     exit_code_help,
@@ -28,12 +27,12 @@ from sim.cli_support import (
     print_options,
     protocol_argument,
 )
+from sim.cli_validate import validate
 from sim.kernel import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
 from sim.options import SimOptions
 from sim.report import reproduce_command
 from sim.runner import TOOL_VERSION, run_seed
 from tracing.codec import TraceFormat
-from tracing.values import from_json
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -139,46 +138,6 @@ def bugs(protocol: str) -> None:
         out.print(f"{variant.name}  breaks {variant.breaks}: {variant.description}", markup=False)
 
 
-@main.command(epilog=exit_code_help())
-@click.argument("traces", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--spec-dir", "spec_dirs", multiple=True, type=click.Path(path_type=Path),
-              help="Look for specs here (default: the specs shipped with tlasim).")
-@click.option("--spec", default=None, help="The spec module, for traces without a header.")
-@click.option("--constants", "constants_text", default=None, metavar="JSON",
-              help='Constant values, for traces without a header, as a JSON object in the '
-                   'trace value format, e.g. \'{"RM": {"#set": ["r1", "r2"]}}\'.')
-@guarded
-def validate(
-    traces: tuple[Path, ...],
-    spec_dirs: tuple[Path, ...],
-    spec: str | None,
-    constants_text: str | None,
-) -> None:
-    """Check that every TRACE is a behaviour of its TLA+ spec, with TLC."""
-    from tracing.validate import validate_trace
-
-    constants = None
-    if constants_text is not None:
-        try:
-            parsed = json.loads(constants_text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"--constants: not JSON: {exc}") from None
-        if not isinstance(parsed, dict):
-            raise ConfigError("--constants: expected a JSON object of name: value")
-        constants = {name: from_json(v, f"--constants {name}") for name, v in parsed.items()}
-    rejected = 0
-    for path in traces:
-        if not path.is_file():
-            raise ConfigError(f"trace {path}: no such file")
-        verdict = validate_trace(
-            path, spec_dirs=list(spec_dirs) or None, spec=spec, constants=constants
-        )
-        out.print(verdict.report(), markup=False)
-        rejected += not verdict.accepted
-    if rejected:
-        sys.exit(exitcodes.TRACE_REJECTED)
-
-
 @main.command("check-specs", epilog=exit_code_help())
 @click.option("--name", "names", multiple=True, help="Only the manifest checks with these names.")
 @click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), default=None)
@@ -212,5 +171,5 @@ def check_specs(names: tuple[str, ...], manifest: Path | None, jobs: int) -> Non
         sys.exit(exitcodes.SPEC_MISMATCH)
 
 
-for command in (campaign, repro, search, shrink):
+for command in (campaign, repro, search, shrink, validate, export):
     main.add_command(command)

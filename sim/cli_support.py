@@ -7,9 +7,10 @@ because that is a bug in tlasim.
 
 from __future__ import annotations
 
+import json
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -29,6 +30,7 @@ from protocols.errors import (
 )
 from sim import exitcodes
 from sim.kernel import OUTCOME_LIVENESS, OUTCOME_SAFETY
+from tracing.codec import HEADER_EVENT, read_trace, thaw
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -108,11 +110,35 @@ def fault_plan(mode: str, plan_path: Path | None) -> FaultPlan | None:
     """None means swarm: the seed draws the plan."""
     if plan_path is not None:
         try:
-            text = plan_path.read_text()
+            data = plan_path.read_bytes()
         except OSError as exc:
             raise ConfigError(f"--plan {plan_path}: cannot read it: {exc.strerror}") from None
-        return FaultPlan.from_json(text, where=str(plan_path))
+        if _is_trace(data):
+            return _plan_of_trace(plan_path)
+        return FaultPlan.from_json(data.decode("utf-8", errors="replace"), where=str(plan_path))
     return None if mode == "swarm" else NO_FAULTS_PLAN
+
+
+def _is_trace(data: bytes) -> bool:
+    """Whether a --plan file is a trace (whose header holds the plan) rather than a plan."""
+    first = data.lstrip()[:1]
+    if first and first != b"{":
+        return True  # msgpack: a plan file is always JSON
+    line = data.split(b"\n", 1)[0]
+    try:
+        parsed = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(parsed, dict) and parsed.get("event") == HEADER_EVENT
+
+
+def _plan_of_trace(path: Path) -> FaultPlan:
+    trace = read_trace(path)
+    options = trace.header.get("options") if trace.header else None
+    faults = options.get("faults") if isinstance(options, Mapping) else None
+    if not isinstance(faults, Mapping):
+        raise ConfigError(f"--plan {path}: the trace's header holds no fault plan")
+    return FaultPlan.from_dict(thaw(faults))
 
 
 def print_options(options: dict[str, Any]) -> None:

@@ -93,7 +93,7 @@ def trace_excerpt(trace_path: Path, failure: str, failing_step: int | None) -> t
         chosen = [
             s
             for s, n in zip(steps, named, strict=True)
-            if _CRASH_OR_RESTART.search(s.action) or (names and touches(n))
+            if _CRASH_OR_RESTART.search(s.action or "") or (names and touches(n))
         ]
         if len(chosen) >= 4:
             break

@@ -12,8 +12,10 @@ from protocols import get_protocol
 from protocols.definition import ProtocolDefinition
 from sim.kernel import RunResult, Simulation
 from sim.options import SimOptions
+from sim.report import reproduce_command
 from sim.revision import source_revision
 from tracing.emitter import TraceEmitter
+from tracing.report import TRACE_PLACEHOLDER
 
 TOOL_VERSION = "0.1.0"
 
@@ -47,6 +49,32 @@ def build_simulation(
     )
 
 
+def regenerate_command(sim: Simulation, trace_format: str) -> str:
+    """The `tlasim run` command that writes this run's trace again.
+
+    The trace file's own path is left as `TRACE_PLACEHOLDER` for the validator
+    to fill in. A run under a given fault plan names the trace as its plan
+    too: `--plan` reads the plan back from a trace's header.
+    """
+    defaults = sim.protocol.default_options().as_dict()
+    overrides = [
+        f"{key}={value}"
+        for key, value in sim.protocol_options.as_dict().items()
+        if defaults.get(key) != value
+    ]
+    extra: list[str] = []
+    if sim.options.faults is not None:
+        extra += ["--plan", TRACE_PLACEHOLDER]
+    if sim.options.liveness_bound_ticks != SimOptions().liveness_bound_ticks:
+        extra += ["--liveness-bound", str(sim.options.liveness_bound_ticks)]
+    if trace_format != "ndjson":
+        extra += ["--trace-format", trace_format]
+    extra += ["--trace", TRACE_PLACEHOLDER]
+    command = reproduce_command(sim.protocol.name, sim.seed, sim.bug, None, overrides, ())
+    # The placeholder must reach the header unquoted, so it is joined by hand.
+    return " ".join([command, *extra])
+
+
 def write_header(sim: Simulation, emitter: TraceEmitter) -> None:
     protocol = sim.protocol
     emitter.header(
@@ -58,6 +86,7 @@ def write_header(sim: Simulation, emitter: TraceEmitter) -> None:
         source_revision=source_revision(tuple(protocol.source_files)),
         constants=protocol.spec_constants(sim.config),
         variables=protocol.variable_types,
+        reproduce=regenerate_command(sim, sim.options.trace_format),
     )
 
 

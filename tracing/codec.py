@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, Literal
 import msgpack
 
 from protocols.errors import ConfigError, InternalError, TraceFormatError
-from tracing.values import Record, from_json
+from tracing.values import Record, from_json, to_json
 
 __all__ = [
     "HEADER_EVENT",
@@ -53,7 +53,7 @@ class TraceStep:
     seq: int | None
     ts: int | None
     node: str | None
-    action: str
+    action: str | None  # None: the line did not say
     params: Record
     vars: Record
 
@@ -157,6 +157,7 @@ class _TraceBuilder:
     def __init__(self, name: str) -> None:
         self.name = name
         self.header: Record | None = None
+        self._last_vars: dict[str, tuple[str, Any]] = {}
         self.header_where = ""
         self.steps: list[TraceStep] = []
 
@@ -185,15 +186,15 @@ class _TraceBuilder:
         self.header_where = where
 
     def _add_step(self, number: int, where: str, obj: dict[str, Any]) -> None:
+        # A partial log may leave out the action (the spec picks one) or some
+        # variables (the spec picks their values), but not both entirely.
         action = obj.get("action")
-        if action is None:
-            raise TraceFormatError(f"{where}: the step has no action")
-        if type(action) is not str or not action:
+        if action is not None and (type(action) is not str or not action):
             raise TraceFormatError(
                 f"{where}: the action must be a non-empty string: {action!r:.60}"
             )
-        if "vars" not in obj:
-            raise TraceFormatError(f"{where}: the step {action} has no vars")
+        if action is None and "vars" not in obj:
+            raise TraceFormatError(f"{where}: the step has neither an action nor vars")
         self.steps.append(
             TraceStep(
                 line=number,
@@ -202,9 +203,41 @@ class _TraceBuilder:
                 node=_optional(where, obj, "node", str),
                 action=action,
                 params=_record(where, obj, "params"),
-                vars=_record(where, obj, "vars"),
+                vars=self._vars(where, obj),
             )
         )
+
+    def _vars(self, where: str, obj: dict[str, Any]) -> Record:
+        """The step's vars, each decoded once while it stays unchanged.
+
+        Most variables keep their value from one line to the next, so a
+        variable whose raw form repeats the line before's is that line's very
+        object: reading costs what changed, and the validator can tell an
+        unchanged value by identity. repr keeps TRUE and 1 apart.
+        """
+        raw = obj.get("vars", {})
+        if type(raw) is not dict or (
+            len(raw) == 1 and isinstance(next(iter(raw)), str) and next(iter(raw)).startswith("#")
+        ):
+            raise TraceFormatError(f"{where}: vars must map names to values, not {raw!r:.60}")
+        out: dict[str, Any] = {}
+        for name in raw:
+            if type(name) is not str:
+                raise TraceFormatError(f"{where}: vars key {name!r:.60} is not a string")
+        for name in sorted(raw):
+            value = raw[name]
+            text = repr(value)
+            last = self._last_vars.get(name)
+            if last is not None and last[0] == text:
+                out[name] = last[1]
+                continue
+            try:
+                decoded = from_json(value, f"vars[{name!r}]")
+            except TraceFormatError as exc:
+                raise TraceFormatError(f"{where}: {exc}") from None
+            self._last_vars[name] = (text, decoded)
+            out[name] = decoded
+        return Record._trusted(out)
 
     def finish(self) -> Trace:
         if not self.steps:
@@ -250,7 +283,7 @@ def _decode_header(where: str, obj: dict[str, Any]) -> Record:
             f"{where}: header schema {schema!r} is not supported (this tlasim reads "
             f"{SCHEMA_VERSION})"
         )
-    for name in ("protocol", "spec", "tool_version", "source_revision"):
+    for name in ("protocol", "spec", "tool_version", "source_revision", "reproduce"):
         if name in obj and type(obj[name]) is not str:
             raise TraceFormatError(f"{where}: header {name} must be a string: {obj[name]!r:.60}")
     variables = obj.get("variables", {})
@@ -335,3 +368,39 @@ class TraceWriter:
 
 def _event(record: Mapping[str, Any]) -> str:
     return f"the {record.get('event', 'trace')!r} record"
+
+
+def write_trace(trace: Trace, path: str | os.PathLike[str], fmt: TraceFormat = "ndjson") -> None:
+    """Write a whole `Trace` (header, if any, then its steps) as a trace file.
+
+    A step keeps the fields it has: a partial line stays partial, so what
+    `read_trace` reads back is the same trace.
+    """
+    with open(path, "wb") as stream:
+        writer = TraceWriter(stream, fmt)
+        if trace.header is not None:
+            header = {"event": HEADER_EVENT, **{k: thaw(v) for k, v in trace.header.items()}}
+            if "constants" in trace.header:
+                header["constants"] = to_json(trace.header["constants"], "constants")
+            writer.write(header)
+        for step in trace.steps:
+            record: dict[str, Any] = {"event": STEP_EVENT}
+            for name in ("seq", "ts", "node"):
+                if getattr(step, name) is not None:
+                    record[name] = getattr(step, name)
+            if step.action is not None:
+                record["action"] = step.action
+            if step.params:
+                record["params"] = to_json(step.params, "params")
+            record["vars"] = to_json(step.vars, "vars")
+            writer.write(record)
+        writer.close()
+
+
+def thaw(value: Any) -> Any:
+    """A header value (frozen records and tuples) as plain JSON data."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [thaw(v) for v in value]
+    return value

@@ -44,6 +44,7 @@ _FIELD_ORDER: dict[str, tuple[str, ...]] = {
         "source_revision",
         "constants",
         "variables",
+        "reproduce",
     ),
     STEP_EVENT: ("event", "seq", "ts", "node", "action", "params", "vars"),
 }
@@ -140,9 +141,11 @@ class TraceEmitter:
         source_revision: str,
         constants: Mapping[str, Any],
         variables: Mapping[str, str],
+        reproduce: str | None = None,
     ) -> None:
         """Write the header. `variables` maps each spec variable to its TLA+
-        type and is written in the given order, which should be the spec's."""
+        type and is written in the given order, which should be the spec's.
+        `reproduce` is the command that writes the trace again, if there is one."""
         if self._header_written or self._seq:
             raise InternalError("the trace header must be written once, before any step")
         for name, text in (
@@ -150,6 +153,7 @@ class TraceEmitter:
             ("spec", spec),
             ("tool_version", tool_version),
             ("source_revision", source_revision),
+            ("reproduce", "" if reproduce is None else reproduce),
         ):
             if type(text) is not str:
                 raise TraceFormatError(f"header {name} must be a str, not {text!r:.60}")
@@ -172,6 +176,7 @@ class TraceEmitter:
                 source_revision=source_revision,
                 constants=constants,
                 variables=dict(variables),
+                **({} if reproduce is None else {"reproduce": reproduce}),
             )
 
     def step(

@@ -10,18 +10,29 @@ module only formats a `Verdict`; it never runs TLC.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from protocols.errors import InternalError, TraceFormatError
 from tracing.tla_literal import is_identifier
 from tracing.tla_parse import normalize, tlc_key
-from tracing.values import canonical_json
+from tracing.values import canonical_json, to_json
 
 if TYPE_CHECKING:
     from tracing.validate import VarDiff, Verdict
 
-__all__ = ["render_report", "render_summary", "show"]
+__all__ = [
+    "TRACE_PLACEHOLDER",
+    "regenerate_command",
+    "render_json",
+    "render_report",
+    "render_summary",
+    "show",
+]
+
+# Where a header's `reproduce` command names the trace file itself.
+TRACE_PLACEHOLDER = "{trace}"
 
 _SHOWN_CHARS = 400  # a value longer than this is cut in reports
 _SHOWN_PATHS = 8  # differing sub-values listed per variable
@@ -31,6 +42,8 @@ _SHOWN_TLC_LINES = 16  # lines of TLC's error text in a report
 
 def render_summary(verdict: Verdict) -> str:
     """One line: accepted, or where and why the trace was rejected."""
+    if verdict.error is not None:
+        return f"not checked: {verdict.error}"
     if verdict.divergence is None:
         return f"accepted by {verdict.spec} ({verdict.steps} steps)"
     d = verdict.divergence
@@ -43,6 +56,8 @@ def render_summary(verdict: Verdict) -> str:
 def render_report(verdict: Verdict) -> str:
     """The verdict for a human: what was rejected, where, and what the spec allowed."""
     name = str(verdict.path) if verdict.path is not None else "<trace>"
+    if verdict.error is not None:
+        return f"UNREADABLE: {verdict.error}"
     if verdict.accepted:
         return (
             f"ACCEPTED: {name} is a behaviour of {verdict.spec} "
@@ -58,6 +73,12 @@ def render_report(verdict: Verdict) -> str:
     ]
     if d.known_actions:
         lines.append("  known actions: " + ", ".join(d.known_actions))
+    if d.last_state is not None:
+        several = f" (one of {d.last_states} candidates)" if d.last_states > 1 else ""
+        lines.append(f"  last matched state, line {d.last_line}{several}:")
+        lines.extend(f"    {name} = {show(value, 160)}" for name, value in d.last_state.items())
+    elif d.step > 1 and d.reason != "unknown_action":
+        lines.append(f"  last matched line: {d.last_line}")
     if d.diffs:
         lines.append(
             f"  the nearest allowed state differs in {len(d.diffs)} of {d.variables} variables:"
@@ -70,11 +91,92 @@ def render_report(verdict: Verdict) -> str:
         lines.extend("    " + row for row in rows[:_SHOWN_TLC_LINES])
         if len(rows) > _SHOWN_TLC_LINES:
             lines.append(f"    ... ({len(rows) - _SHOWN_TLC_LINES} more lines)")
+    lines.extend(_origin(verdict))
     if verdict.tlc_seconds:
         lines.append(f"  TLC time: {verdict.tlc_seconds:.1f} s")
     else:
         lines.append("  (rejected before running TLC)")
     return "\n".join(lines)
+
+
+def _origin(verdict: Verdict) -> list[str]:
+    """Where the trace came from: its seed and the command that regenerates it,
+    when its header says (another system's trace has no header)."""
+    header = verdict.header or {}
+    lines = []
+    if isinstance(header.get("seed"), int):
+        lines.append(f"  seed: {header['seed']}")
+    command = regenerate_command(verdict)
+    if command is not None:
+        lines.append(f"  regenerate: {command}")
+    return lines
+
+
+def regenerate_command(verdict: Verdict) -> str | None:
+    """The header's `reproduce` command, writing the trace to where it was read from."""
+    header = verdict.header or {}
+    command = header.get("reproduce")
+    if not isinstance(command, str):
+        return None
+    if verdict.path is None:
+        return command
+    # The header was written before the file had a known home, so the trace's
+    # own path is filled in here (it is also the plan file for a --plan run).
+    return command.replace(TRACE_PLACEHOLDER, shlex.quote(str(verdict.path)))
+
+
+def render_json(verdict: Verdict) -> dict[str, Any]:
+    """The verdict as plain JSON data: what `render_report` says, for machines."""
+    header = verdict.header or {}
+    out: dict[str, Any] = {
+        "trace": str(verdict.path) if verdict.path is not None else None,
+        "spec": verdict.spec,
+        "accepted": verdict.accepted,
+        "steps": verdict.steps,
+        "tlc_seconds": round(verdict.tlc_seconds, 3),
+        "seed": header.get("seed") if isinstance(header.get("seed"), int) else None,
+        "regenerate": regenerate_command(verdict),
+        "error": verdict.error,
+        "divergence": None,
+    }
+    d = verdict.divergence
+    if d is not None:
+        out["divergence"] = {
+            "line": d.line,
+            "step": d.step,
+            "action": d.action,
+            "params": _json(d.params),
+            "reason": d.reason,
+            "message": d.message,
+            "enabled": d.enabled,
+            "successors": d.successors,
+            "known_actions": list(d.known_actions),
+            "last_line": d.last_line,
+            "last_state": None
+            if d.last_state is None
+            else {k: _json(v) for k, v in d.last_state.items()},
+            "last_states": d.last_states,
+            "diffs": [
+                {
+                    "variable": diff.name,
+                    "logged": _json(diff.logged),
+                    "allowed": _json(diff.allowed[0]),
+                    "where": _diff_paths(diff.logged, diff.allowed[0], ""),
+                    "other_allowed": [_json(v) for v in diff.allowed[1:_SHOWN_ALTERNATIVES + 1]],
+                }
+                for diff in d.diffs
+            ],
+            "tlc_error": d.tlc_error,
+        }
+    return out
+
+
+def _json(value: Any) -> Any:
+    """A value in the trace's tagged JSON form; a TLC model value by its name."""
+    try:
+        return to_json(value)
+    except (TraceFormatError, InternalError):
+        return {"#model": repr(value)}
 
 
 def _show_name(name: str) -> str:

@@ -194,7 +194,7 @@ def load_trace_spec(name: str, spec_dirs: Sequence[Path] | None) -> TraceSpec:
     clashes = sorted(
         d
         for d in definitions | set(decls.variables) | {c for c, _ in decls.constants}
-        if d == "TraceLog" or d.startswith(("TraceConst_", "tlasim"))
+        if d in ("TraceLog", "TraceLogs") or d.startswith(("TraceConst_", "tlasim"))
     )
     if clashes:
         raise SpecError(f"{name} uses names the validator generates: {', '.join(clashes)}")

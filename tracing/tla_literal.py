@@ -27,7 +27,7 @@ from tracing.values import (
     freeze,
 )
 
-__all__ = ["is_identifier", "to_tla", "unescape_string"]
+__all__ = ["is_field_name", "is_identifier", "to_tla", "unescape_string"]
 
 _TLA_INT_MIN, _TLA_INT_MAX = -(2**31), 2**31 - 1
 # SANY 2.15 reads a backtick inside a string as opening a `...' quote in which
@@ -163,3 +163,9 @@ def _tla_items(items: list[tuple[str, Any, Any]], out: list[str], sep: str, arro
 
 def _is_field(key: str) -> bool:
     return is_identifier(key) and key not in _RESERVED and not key.startswith(("WF_", "SF_"))
+
+
+def is_field_name(key: Any) -> bool:
+    """Whether `key` may be written as a record field (`[key |-> ...]`, `r.key`);
+    other keys need the function form `(key :> ...)`."""
+    return type(key) is str and _is_field(key)

@@ -1,97 +1,64 @@
-"""Check a trace against its TLA+ spec with TLC: is it a behaviour of the spec?
+"""Check traces against their TLA+ spec with TLC: is each a behaviour of the spec?
 
-Theory of operation. The trace becomes a TLA+ module, `TraceData`, whose
-`TraceLog` holds one `[action |-> ..., params |-> ..., vars |-> ...]` record
-per step line (`params` is the empty function when the line logged none).
-`TraceCheck` walks it with a line counter: its Init binds every spec variable
-to line 1's values and conjoins the spec's `Init`; its Next binds every primed
-variable to the next line's values and conjoins the template's
-`TraceAction(line)`, which allows exactly the named action. A trace is one
-linear path, so TLC's state graph is that path: when no step explains line
-k+1, TLC deadlocks in the state of line k, and that state's counter names the
-line. A prefix of a behaviour is a behaviour, so a trace that stops early is
-accepted.
+Theory of operation. Traces are grouped by spec and constants, and each
+group is cut into batches; one TLC run checks a whole batch
+(`tracing.trace_module` says how the generated modules give every trace its
+own verdict), so a thousand traces cost a few JVM starts, not a thousand.
+Batches run `jobs` at a time, each TLC with one worker.
 
-Before TLC runs, what can be checked without it is: every action is one the
-template knows, every line carries exactly the spec's variables. Those
-rejections cost no TLC run.
+Before TLC runs, what can be checked without it is: the first line is Init,
+every action is one the template knows, every logged variable is one of the
+spec's. Those rejections cost no TLC run. A line may leave variables out
+(partial logs) or its action out; the spec decides what they may have been.
 
-When a line is rejected, a second small TLC job explains it: from the last
-matched state it takes one step of the named action with the primed
-variables left free, dumps the successors (-dump), and the report sets the
-logged values beside the nearest successor's.
+An evaluation error stops a TLC run for the whole batch. When TLC names the
+trace (its error trace starts in that trace's initial state), that trace is
+rejected there and the batch runs again without it; when it cannot (an error
+in Init), the batch is halved until the culprit is alone.
 
-The modules' text is built by `tracing.trace_module`, and the verdict is
-rendered for a human by `tracing.report`.
+A rejected trace is then explained by `tracing.explain` (one small TLC job
+per trace), unless the caller only needs the verdict.
 
 Safety: a trace's strings reach TLA+ text only through `tla_literal.to_tla`,
 and its names (variables, constants) only after they are checked here to be
 the spec's own identifiers, so no trace can change what the generated
-modules mean. Nothing from a trace is written into a comment.
+modules mean.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from protocols.errors import InternalError, SpecError, TLCError, TraceFormatError
 from tracing.codec import Trace, TraceStep, read_trace
-from tracing.report import render_report, render_summary, show
+from tracing.explain import JVM_ARGS, Divergence, Reason, VarDiff, explain_divergence
+from tracing.report import render_json, render_report, render_summary, show
 from tracing.speccheck import TraceSpec, load_trace_spec
-from tracing.tla_literal import is_identifier
-from tracing.tla_parse import normalize, tlc_key
-from tracing.tlc import EC, TLCResult, parse_dump, run_tlc
+from tracing.tla_literal import is_identifier, to_tla
+from tracing.tlc import EC, TLCResult, run_tlc
 from tracing.trace_module import (
     GENERATED,
     LINE_VAR,
-    STEP_VAR,
+    TRACE_VAR,
     config,
+    parse_end_marks,
     trace_check,
     trace_data,
-    trace_explain,
 )
 from tracing.values import freeze
 
-__all__ = ["Divergence", "VarDiff", "Verdict", "validate_trace"]
+__all__ = ["Divergence", "VarDiff", "Verdict", "validate_trace", "validate_traces"]
 
-Reason = Literal["first_action", "unknown_action", "variables", "init", "step", "eval_error"]
-
-_PARSED_SUCCESSORS = 5000  # successors read from the dump in the explain job
-# A trace check is a short run, which the JIT's optimising tier only slows
-# down: stopping at C1 saves about a quarter of the run (JVM start included).
-_JVM_ARGS = ("-XX:TieredStopAtLevel=1",)
-
-
-@dataclass(frozen=True, slots=True)
-class VarDiff:
-    """A variable whose logged value no allowed successor state has."""
-
-    name: str
-    logged: Any
-    allowed: tuple[Any, ...]  # the nearest successor's value first, then other successors'
-
-
-@dataclass(frozen=True, slots=True)
-class Divergence:
-    """The first trace line that no step of the spec explains."""
-
-    line: int  # line number in the trace file
-    step: int  # 1-based position among the step lines
-    action: str
-    params: Any
-    reason: Reason
-    message: str
-    known_actions: tuple[str, ...] = ()
-    enabled: bool | None = None  # was the action enabled in the previous line's state?
-    successors: int | None = None  # how many states the action allowed
-    diffs: tuple[VarDiff, ...] = ()
-    variables: int = 0  # how many variables the spec has, for "differs in 2 of 8"
-    tlc_error: str | None = None
+# Step lines per TLC run. SANY's parse time grows faster than the text, so
+# a batch stays around this size (measured in bench/validation.py).
+BATCH_STEPS = 6000
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,8 +69,10 @@ class Verdict:
     accepted: bool
     steps: int
     divergence: Divergence | None
-    tlc_seconds: float
+    tlc_seconds: float  # this trace's share of its batch's TLC time, plus its explain job
     spec: str = ""
+    header: Mapping[str, Any] | None = None
+    error: str | None = None  # why the trace could not be checked at all (keep_going)
 
     def summary(self) -> str:
         """One line: accepted, or where and why the trace was rejected."""
@@ -112,6 +81,10 @@ class Verdict:
     def report(self) -> str:
         """The verdict for a human: what was rejected, where, and what the spec allowed."""
         return render_report(self)
+
+    def to_json(self) -> dict[str, Any]:
+        """The same report for machines (`tlasim validate --format json`)."""
+        return render_json(self)
 
 
 # --- checks that need no TLC ------------------------------------------------
@@ -130,7 +103,8 @@ def _constants(trace: Trace, spec: TraceSpec, given: Mapping[str, Any] | None) -
     extra = sorted(set(values) - set(declared))
     if missing or extra:
         raise TraceFormatError(
-            f"the trace's constants do not match {spec.name}'s CONSTANTS {declared}: "
+            f"{trace.path}: the trace's constants do not match {spec.name}'s CONSTANTS "
+            f"{declared}: "
             + "; ".join(
                 part
                 for part in (
@@ -152,24 +126,24 @@ def _check_header_variables(trace: Trace, spec: TraceSpec) -> None:
     names = list(declared) if isinstance(declared, Mapping | tuple) else None
     if names is None or set(names) != set(spec.decls.variables):
         raise TraceFormatError(
-            f"the header declares variables {names!r}, but {spec.name} has "
+            f"{trace.path}: the header declares variables {names!r}, but {spec.name} has "
             f"{list(spec.decls.variables)}"
         )
 
 
 def _reject(step: TraceStep, index: int, reason: Reason, message: str) -> Divergence:
-    return Divergence(step.line, index, step.action, step.params, reason, message)
+    return Divergence(step.line, index, step.action or "", step.params, reason, message)
 
 
 def _precheck(trace: Trace, spec: TraceSpec) -> Divergence | None:
     """The first line that fails a check TLC is not needed for, if any."""
     variables = set(spec.decls.variables)
     for index, step in enumerate(trace.steps, start=1):
-        if index == 1 and step.action != "Init":
+        if index == 1 and step.action not in (None, "Init"):
             return _reject(
                 step, index, "first_action", f"the first step must be Init, not {step.action!r}"
             )
-        if step.action not in spec.actions:
+        if step.action is not None and step.action not in spec.actions:
             return Divergence(
                 step.line,
                 index,
@@ -179,196 +153,305 @@ def _precheck(trace: Trace, spec: TraceSpec) -> Divergence | None:
                 f"{step.action!r} is not an action of {spec.name}'s trace template",
                 known_actions=spec.actions,
             )
+        if index > 1 and step.action == "Init":
+            return _reject(step, index, "step", "Init may only be the first step")
         names = list(step.vars)
         bad = [n for n in names if not isinstance(n, str) or not is_identifier(n)]
         if bad:
             return _reject(step, index, "variables", f"{show(bad)} are not TLA+ identifiers")
-        missing = sorted(variables - set(names))
         extra = sorted(set(names) - variables)
-        if missing or extra:
-            parts = [f"missing {', '.join(missing)}"] if missing else []
-            parts += [f"not variables of {spec.name}: {', '.join(extra)}"] if extra else []
+        if extra:
             return _reject(
-                step, index, "variables", "the line's vars are not the spec's: " + "; ".join(parts)
+                step,
+                index,
+                "variables",
+                f"the line logs {', '.join(extra)}, which are not variables of {spec.name}",
             )
     return None
 
 
-# --- the working directory ------------------------------------------------
+# --- grouping and batching --------------------------------------------------
 
 
-def _prepare(workdir: Path, spec: TraceSpec, trace: Trace, constants: Mapping[str, Any]) -> None:
+@dataclass(slots=True)
+class _Item:
+    """One trace on its way to a verdict."""
+
+    index: int  # position in the caller's list
+    trace: Trace
+    spec: TraceSpec
+    constants: dict[str, Any]
+    verdict: Verdict | None = None
+    step: int = 0  # the rejected step, once TLC has named it
+    reason: Reason = "step"
+    tlc_error: str | None = None
+    seconds: float = 0.0
+
+
+def _batches(items: list[_Item], jobs: int, batch_steps: int) -> list[list[_Item]]:
+    """Cut a group into batches of about `batch_steps` step lines, and into
+    at least `jobs` batches when it has that many traces, so no core idles."""
+    total = sum(len(i.trace.steps) for i in items)
+    target = min(batch_steps, max(1, -(-total // max(1, jobs))))
+    batches: list[list[_Item]] = [[]]
+    size = 0
+    for item in items:
+        if batches[-1] and size + len(item.trace.steps) > target:
+            batches.append([])
+            size = 0
+        batches[-1].append(item)
+        size += len(item.trace.steps)
+    return batches
+
+
+def _prepare(workdir: Path, spec: TraceSpec) -> None:
     for source in sorted(spec.module.parent.glob("*.tla")):
         if source.stem in GENERATED:
             raise SpecError(f"{source} has the name of a module the validator generates")
         shutil.copyfile(source, workdir / source.name)
     if spec.template.parent != spec.module.parent:
         shutil.copyfile(spec.template, workdir / spec.template.name)
-    (workdir / "TraceData.tla").write_text(trace_data(trace, constants), encoding="utf-8")
+
+
+def _last_state_field(result: TLCResult, name: str) -> int | None:
+    if not result.error_trace:
+        return None
+    value = result.error_trace[-1].values().get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _check_batch(
+    workdir: Path, batch: list[_Item], timeout_s: float | None, tlc: Callable[..., TLCResult]
+) -> None:
+    """Run TLC on the batch and set each item's rejected step (0: accepted)."""
+    spec, constants = batch[0].spec, batch[0].constants
+    (workdir / "TraceData.tla").write_text(
+        trace_data([i.trace for i in batch], constants), encoding="utf-8"
+    )
     (workdir / "TraceCheck.tla").write_text(trace_check(spec), encoding="utf-8")
     (workdir / "TraceCheck.cfg").write_text(config(constants), encoding="utf-8")
-
-
-# --- reading TLC's answer ---------------------------------------------------
-
-
-def _last_line(result: TLCResult) -> int:
-    """The trace line of the last state in TLC's error trace."""
-    last = result.error_trace[-1].values()
-    line = last.get(LINE_VAR)
-    if not isinstance(line, int) or isinstance(line, bool):
-        raise InternalError(f"TLC's error trace has no {LINE_VAR}: {last!r}")
-    return line
-
-
-def _first_unexplained(result: TLCResult, steps: int) -> tuple[int, Reason] | None:
-    """The 1-based step TLC could not explain and why, or None if it explained all."""
+    result = tlc(
+        workdir / "TraceCheck.tla",
+        workdir / "TraceCheck.cfg",
+        workdir=workdir,
+        args=["-deadlock"],
+        timeout_s=timeout_s,
+        jvm_args=JVM_ARGS,
+    )
+    share = result.seconds / len(batch)
+    for item in batch:
+        item.seconds += share
     codes = result.codes()
     if result.outcome == "ok":
-        if result.distinct_states == 0 or EC.TLC_NO_STATES_SATISFYING_INIT in codes:
-            # TLC 2.15 reports an Init that no state satisfies as a clean run
-            # over zero states (later versions say so with code 2118).
-            return 1, "init"
-        if result.distinct_states != steps:
-            raise InternalError(
-                f"TLC found {result.distinct_states} states for a {steps}-line trace"
-            )
-        return None
-    if result.outcome == "deadlock":
-        return _last_line(result) + 1, "step"
+        furthest = parse_end_marks(result.plain_output)
+        for t, item in enumerate(batch, start=1):
+            if t not in furthest:
+                item.step, item.reason = 1, "init"
+            elif furthest[t] < len(item.trace.steps):
+                item.step, item.reason = furthest[t] + 1, "step"
+        return
     if codes & {EC.TLC_PARSING_FAILED, EC.TLC_PARSING_FAILED2}:
         raise TLCError(f"TLC could not parse the generated trace modules:\n{result.error_text()}")
-    if result.outcome == "error" and EC.TLC_COMPUTING_INIT in codes:
-        # TLC got past parsing and the config, so this is an evaluation error.
-        # TLC prints the behaviour up to the state it was expanding, so the
-        # line after that state's is the one concerned; with no behaviour, the
-        # initial state is.
-        if result.error_trace:
-            return _last_line(result) + 1, "eval_error"
-        return 1, "eval_error"
-    raise TLCError(
-        f"TLC failed while checking the trace ({result.outcome}, exit code "
-        f"{result.exit_code}):\n{result.error_text() or result.output[-2000:]}"
-    )
-
-
-def _explain(
-    workdir: Path,
-    spec: TraceSpec,
-    trace: Trace,
-    constants: Mapping[str, Any],
-    step: int,
-    timeout_s: float | None,
-) -> tuple[list[dict[str, Any]] | None, str | None, float]:
-    """Run one step of the named action from the last matched state.
-
-    Returns the allowed states (None if TLC failed), TLC's error text, and seconds.
-    """
-    (workdir / "TraceExplain.tla").write_text(trace_explain(spec, step), encoding="utf-8")
-    (workdir / "TraceExplain.cfg").write_text(config(constants), encoding="utf-8")
-    dump = workdir / "explain"
-    dumped = dump.with_name(dump.name + ".dump")  # TLC adds the suffix
-    dumped.unlink(missing_ok=True)
-    result = run_tlc(
-        workdir / "TraceExplain.tla",
-        workdir / "TraceExplain.cfg",
-        workdir=workdir,
-        args=["-deadlock", "-dump", str(dump)],
-        timeout_s=timeout_s,
-        jvm_args=_JVM_ARGS,
-    )
-    if result.outcome != "ok":
-        return None, result.error_text() or result.output[-2000:], result.seconds
-    states = parse_dump(dumped.read_text(encoding="utf-8")) if dumped.is_file() else []
-    allowed = []
-    for state in states[:_PARSED_SUCCESSORS]:
-        values = state.values()
-        if values.pop(STEP_VAR, None) == 1:
-            allowed.append(values)
-    return allowed, None, result.seconds
-
-
-def _leaf_distance(a: Any, b: Any) -> int:
-    """How many parts of two values differ: keys of functions with one
-    domain are compared one by one, sets element by element."""
-    a, b = normalize(a), normalize(b)
-    if tlc_key(a) == tlc_key(b):
-        return 0
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        keys_a = {tlc_key(k): k for k in a}
-        keys_b = {tlc_key(k): k for k in b}
-        if keys_a.keys() == keys_b.keys():
-            return sum(_leaf_distance(a[keys_a[k]], b[keys_b[k]]) for k in keys_a)
-    if isinstance(a, frozenset) and isinstance(b, frozenset):
-        return len({tlc_key(x) for x in a} ^ {tlc_key(x) for x in b})
-    return 1
-
-
-def _divergence(
-    trace: Trace,
-    spec: TraceSpec,
-    step: int,
-    reason: Reason,
-    allowed: list[dict[str, Any]] | None,
-    explain_error: str | None,
-    tlc_error: str | None,
-) -> Divergence:
-    line = trace.steps[step - 1]
-    logged = {name: line.vars[name] for name in spec.decls.variables}
-    where = "the initial state" if step == 1 else f"the state of line {trace.steps[step - 2].line}"
-    base = Divergence(line.line, step, line.action, line.params, reason, "", variables=len(logged))
-    if allowed is None:
-        # Both jobs usually fail on the same expression; the main one's error is
-        # about the logged values, so it comes first and alone when present.
-        error = tlc_error or explain_error
-        return replace(
-            base,
-            message=f"TLC could not evaluate {line.action} from {where}.",
-            tlc_error=error or None,
+    if result.outcome != "error" or EC.TLC_COMPUTING_INIT not in codes:
+        raise TLCError(
+            f"TLC failed while checking traces ({result.outcome}, exit code "
+            f"{result.exit_code}):\n{result.error_text() or result.output[-2000:]}"
         )
-    if not allowed:
-        message = (
-            "Init allows no state at all."
-            if step == 1
-            else f"{line.action} was not enabled in {where}."
-        )
-        return replace(base, message=message, enabled=False, successors=0, tlc_error=tlc_error)
-
-    def distance(state: dict[str, Any]) -> tuple[int, int, str]:
-        differing = sum(tlc_key(state[v]) != tlc_key(logged[v]) for v in logged)
-        leaves = sum(_leaf_distance(state[v], logged[v]) for v in logged)
-        return differing, leaves, repr(sorted((v, tlc_key(state[v])) for v in logged))
-
-    ranked = sorted(allowed, key=distance)
-    nearest = ranked[0]
-    diffs = []
-    for name in logged:
-        if tlc_key(nearest[name]) != tlc_key(logged[name]):
-            values = list({tlc_key(s[name]): s[name] for s in ranked}.values())
-            diffs.append(VarDiff(name, logged[name], tuple(values)))
-    count = f"{len(allowed)} state" + ("s" if len(allowed) != 1 else "")
-    if not diffs:
-        message = f"{line.action} allows the logged state, yet TLC rejected the line."
-    elif step == 1:
-        message = f"Init allows {count}, none of them the logged one."
+    # TLC got past parsing and the config, so this is an evaluation error.
+    culprit = _last_state_field(result, TRACE_VAR)
+    if culprit is not None and 1 <= culprit <= len(batch):
+        item = batch[culprit - 1]
+        line = _last_state_field(result, LINE_VAR) or 0
+        item.step, item.reason, item.tlc_error = line + 1, "eval_error", result.error_text()
+        rest = batch[: culprit - 1] + batch[culprit:]
+    elif len(batch) == 1:
+        batch[0].step, batch[0].reason, batch[0].tlc_error = 1, "eval_error", result.error_text()
+        return
     else:
-        message = f"{line.action} was enabled in {where} and allows {count}, none the logged one."
-    if reason == "eval_error":
-        message = (
-            "TLC failed to evaluate the step with the logged values (see what TLC said). "
-            f"With the values left free: {message}"
+        half = len(batch) // 2
+        _check_batch(workdir, batch[:half], timeout_s, tlc)
+        _check_batch(workdir, batch[half:], timeout_s, tlc)
+        return
+    if rest:
+        _check_batch(workdir, rest, timeout_s, tlc)
+
+
+def _finish(
+    item: _Item,
+    workdir: Path,
+    explain: bool,
+    timeout_s: float | None,
+    tlc: Callable[..., TLCResult],
+) -> Verdict:
+    trace = item.trace
+    path = Path(trace.path) if trace.path else None
+
+    def verdict(divergence: Divergence | None) -> Verdict:
+        return Verdict(
+            path,
+            divergence is None,
+            len(trace.steps),
+            divergence,
+            item.seconds,
+            item.spec.name,
+            trace.header,
         )
-    return replace(
-        base,
-        message=message,
-        enabled=True,
-        successors=len(allowed),
-        diffs=tuple(diffs),
-        tlc_error=tlc_error,
+
+    if item.step == 0:
+        return verdict(None)
+    if not 1 <= item.step <= len(trace.steps):
+        raise InternalError(f"TLC stopped at step {item.step} of a {len(trace.steps)}-step trace")
+    if not explain:
+        line = trace.steps[item.step - 1]
+        message = (
+            "Init allows no state with the logged values."
+            if item.step == 1
+            else "no step of the spec explains this line."
+        )
+        return verdict(
+            Divergence(
+                line.line,
+                item.step,
+                line.action or "",
+                line.params,
+                item.reason,
+                message,
+                variables=len(line.vars),
+                tlc_error=item.tlc_error,
+                last_line=trace.steps[item.step - 2].line if item.step > 1 else None,
+            )
+        )
+    divergence, seconds = explain_divergence(
+        workdir, item.spec, trace, item.constants, item.step, item.reason, item.tlc_error,
+        timeout_s, tlc,
     )
+    item.seconds += seconds
+    return verdict(divergence)
 
 
-# --- the entry point --------------------------------------------------------
+# --- the entry points -------------------------------------------------------
+
+
+def _load(
+    trace: Trace | Path | str,
+    spec_name: str | None,
+    spec_dirs: Sequence[Path] | None,
+    constants: Mapping[str, Any] | None,
+    specs: dict[str, TraceSpec],
+) -> tuple[Trace, TraceSpec, dict[str, Any]]:
+    if not isinstance(trace, Trace):
+        trace = read_trace(Path(trace))
+    name = spec_name
+    if name is None and trace.header is not None:
+        name = trace.header.get("spec")
+    if not isinstance(name, str):
+        raise TraceFormatError(
+            f"{trace.path}: the trace has no header naming its spec; give the spec module "
+            "(tlasim validate --spec NAME)"
+        )
+    if not trace.steps:
+        raise TraceFormatError(f"{trace.path}: the trace has no step lines")
+    if name not in specs:
+        specs[name] = load_trace_spec(name, spec_dirs)
+    loaded = specs[name]
+    _check_header_variables(trace, loaded)
+    return trace, loaded, _constants(trace, loaded, constants)
+
+
+def validate_traces(
+    traces: Sequence[Trace | Path | str],
+    *,
+    spec_dirs: Sequence[Path] | None = None,
+    spec: str | None = None,
+    constants: Mapping[str, Any] | None = None,
+    jobs: int = 1,
+    explain: bool = True,
+    workdir: Path | None = None,
+    timeout_s: float | None = None,
+    batch_steps: int = BATCH_STEPS,
+    on_verdict: Callable[[int, Verdict], None] | None = None,
+    keep_going: bool = False,
+) -> list[Verdict]:
+    """Check many traces with few TLC runs; one verdict per trace, in order.
+
+    `spec` overrides each header's spec name, `constants` each header's
+    constants. `explain=False` skips the job that sets a rejected line's
+    values beside the allowed ones (the line and reason are still given).
+    Files go to `workdir` (kept) or to a temporary folder (removed).
+    `on_verdict(index, verdict)` hears each verdict as soon as it is known.
+
+    Every trace is read and checked against its spec before any TLC run, so
+    bad input fails fast: raises TraceFormatError (unreadable trace),
+    SpecError (spec or template missing or unreadable), ToolNotFound (no Java
+    or TLC), TLCError (TLC failed in a way that says nothing about a trace).
+    With `keep_going`, an unreadable trace or a missing spec instead gives
+    that trace a verdict whose `error` says why, and the others are checked.
+    """
+    if jobs < 1:
+        raise SpecError(f"jobs={jobs}: must be at least 1")
+    specs: dict[str, TraceSpec] = {}
+    unusable: dict[int, Verdict] = {}
+    items = []
+    for i, trace in enumerate(traces):
+        try:
+            items.append(_Item(i, *_load(trace, spec, spec_dirs, constants, specs)))
+        except (TraceFormatError, SpecError) as exc:
+            if not keep_going:
+                raise
+            path = Path(trace.path if isinstance(trace, Trace) else trace)
+            unusable[i] = Verdict(path, False, 0, None, 0.0, error=str(exc))
+            if on_verdict is not None:
+                on_verdict(i, unusable[i])
+    groups: dict[tuple[str, str], list[_Item]] = {}
+    for item in items:
+        early = _precheck(item.trace, item.spec)
+        if early is not None:
+            item.verdict = Verdict(
+                Path(item.trace.path) if item.trace.path else None,
+                False,
+                len(item.trace.steps),
+                early,
+                0.0,
+                item.spec.name,
+                item.trace.header,
+            )
+            if on_verdict is not None:
+                on_verdict(item.index, item.verdict)
+            continue
+        key = (item.spec.name, to_tla(item.constants))
+        groups.setdefault(key, []).append(item)
+    batches = [b for group in groups.values() for b in _batches(group, jobs, batch_steps)]
+    with tempfile.TemporaryDirectory(prefix="tlasim-validate-") as tmp:
+        root = Path(workdir) if workdir is not None else Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+
+        # One thread more than TLC slots, so the next batch's module is being
+        # written while TLC checks the last one. Threads suffice: the heavy
+        # work is TLC, in subprocesses.
+        slots = threading.Semaphore(jobs)
+
+        def tlc(*args: Any, **kwargs: Any) -> TLCResult:
+            with slots:
+                return run_tlc(*args, **kwargs)
+
+        def run(numbered: tuple[int, list[_Item]]) -> None:
+            number, batch = numbered
+            folder = root / f"batch{number}"
+            folder.mkdir(exist_ok=True)
+            _prepare(folder, batch[0].spec)
+            _check_batch(folder, batch, timeout_s, tlc)
+            for item in batch:
+                item.verdict = _finish(item, folder, explain, timeout_s, tlc)
+                if on_verdict is not None:
+                    on_verdict(item.index, item.verdict)
+
+        with ThreadPoolExecutor(max_workers=jobs + 1) as pool:
+            list(pool.map(run, enumerate(batches, start=1)))  # list() re-raises errors
+    verdicts = {item.index: item.verdict for item in items}
+    verdicts.update(unusable)
+    if any(verdicts.get(i) is None for i in range(len(traces))):
+        raise InternalError("a trace got no verdict")
+    return [v for _, v in sorted(verdicts.items()) if v is not None]
 
 
 def validate_trace(
@@ -379,65 +462,15 @@ def validate_trace(
     constants: Mapping[str, Any] | None = None,
     workdir: Path | None = None,
     timeout_s: float | None = None,
+    explain: bool = True,
 ) -> Verdict:
-    """Check that a trace is a behaviour of its spec; see the module docstring.
-
-    `spec` overrides the header's spec name, `constants` the header's
-    constants. Files go to `workdir` (kept) or to a temporary folder (removed).
-    Raises TraceFormatError (unreadable trace), SpecError (spec or template
-    missing or unreadable), ToolNotFound (no Java or TLC), TLCError (TLC
-    failed in a way that says nothing about the trace).
-    """
-    if not isinstance(trace, Trace):
-        trace = read_trace(Path(trace))
-    name = spec if spec is not None else trace.header.get("spec") if trace.header else None
-    if not isinstance(name, str):
-        raise TraceFormatError(
-            "the trace has no header naming its spec; give the spec module "
-            "(tlasim validate --spec NAME)"
-        )
-    if not trace.steps:
-        raise TraceFormatError(f"{trace.path}: the trace has no step lines")
-    loaded = load_trace_spec(name, spec_dirs)
-    _check_header_variables(trace, loaded)
-    values = _constants(trace, loaded, constants)
-    path = Path(trace.path) if trace.path else None
-
-    def verdict(divergence: Divergence | None, seconds: float) -> Verdict:
-        return Verdict(path, divergence is None, len(trace.steps), divergence, seconds, name)
-
-    early = _precheck(trace, loaded)
-    if early is not None:
-        return verdict(early, 0.0)
-    if workdir is not None:
-        Path(workdir).mkdir(parents=True, exist_ok=True)
-        return verdict(*_run(Path(workdir), loaded, trace, values, timeout_s))
-    with tempfile.TemporaryDirectory(prefix="tlasim-validate-") as tmp:
-        return verdict(*_run(Path(tmp), loaded, trace, values, timeout_s))
-
-
-def _run(
-    workdir: Path,
-    spec: TraceSpec,
-    trace: Trace,
-    constants: Mapping[str, Any],
-    timeout_s: float | None,
-) -> tuple[Divergence | None, float]:
-    _prepare(workdir, spec, trace, constants)
-    result = run_tlc(
-        workdir / "TraceCheck.tla",
-        workdir / "TraceCheck.cfg",
+    """Check that one trace is a behaviour of its spec; see `validate_traces`."""
+    return validate_traces(
+        [trace],
+        spec_dirs=spec_dirs,
+        spec=spec,
+        constants=constants,
         workdir=workdir,
         timeout_s=timeout_s,
-        jvm_args=_JVM_ARGS,
-    )
-    unexplained = _first_unexplained(result, len(trace.steps))
-    if unexplained is None:
-        return None, result.seconds
-    step, reason = unexplained
-    if not 1 <= step <= len(trace.steps):
-        raise InternalError(f"TLC stopped at step {step} of a {len(trace.steps)}-step trace")
-    tlc_error = result.error_text() if reason == "eval_error" else None
-    allowed, explain_error, seconds = _explain(workdir, spec, trace, constants, step, timeout_s)
-    divergence = _divergence(trace, spec, step, reason, allowed, explain_error, tlc_error)
-    return divergence, result.seconds + seconds
+        explain=explain,
+    )[0]

@@ -13,7 +13,7 @@ import pytest
 
 from protocols.errors import SpecError, ToolNotFound, TraceFormatError
 from tracing.codec import Trace, TraceStep
-from tracing.validate import validate_trace
+from tracing.validate import validate_trace, validate_traces
 from tracing.values import FnMap, Record, freeze, to_json
 
 # A counter that logs who incremented it, and a name per owner that any
@@ -74,7 +74,7 @@ GOOD = steps(
 )
 
 
-def make_trace(lines: list[tuple[str, dict[str, Any]]], header: bool = True) -> Trace:
+def make_trace(lines: list[tuple[str | None, dict[str, Any]]], header: bool = True) -> Trace:
     head = (
         Record(
             {
@@ -132,7 +132,7 @@ def test_validate_accepts_a_valid_trace_read_from_a_file(spec_dir: Path, tmp_pat
     assert "ACCEPTED" in verdict.report()
     assert verdict.summary() == "accepted by Counter (5 steps)"
     # The generated module holds the nasty string only as an escaped literal.
-    data = (tmp_path / "work" / "TraceData.tla").read_text()
+    data = (tmp_path / "work" / "batch1" / "TraceData.tla").read_text()
     assert "\n==== \\* not" not in data
     assert data.count("\n====") == 1
 
@@ -209,8 +209,7 @@ def test_validate_rejects_an_unknown_action_without_running_tlc(
 @pytest.mark.parametrize(
     ("vars_", "match"),
     [
-        ({"count": 0, "log": ()}, "missing owner"),
-        ({**state(0, ()), "extra": 1}, "not variables of Counter: extra"),
+        ({**state(0, ()), "extra": 1}, "logs extra, which are not variables of Counter"),
         ({**state(0, ()), "x\n====": 1}, "not TLA+ identifiers"),
     ],
 )
@@ -378,3 +377,149 @@ def test_validate_rejects_a_twopc_vote_that_skips_the_log() -> None:
     assert (d.step, d.action, d.enabled) == (4, "RMRcvPrepare", True)
     assert [x.name for x in d.diffs] == ["rmLog"]
     assert "logged lacks it" in verdict.report()
+
+
+# --- many traces in one TLC run ---------------------------------------------
+
+
+def test_validate_traces_gives_each_trace_of_a_batch_its_own_verdict(spec_dir: Path) -> None:
+    changed = list(GOOD)
+    changed[3] = ("Inc", state(3, ("a", B), a=NASTY))
+    renamed = list(GOOD)
+    renamed[1] = ("Reset", GOOD[1][1])
+    eval_error = list(GOOD)
+    eval_error[1] = ("Inc", {**state(1, ("a",)), "count": "one"})
+    bad_init = [("Init", state(1, ()))]
+    unknown = [GOOD[0], ("Steal", GOOD[1][1])]
+    traces = [GOOD, changed, GOOD[:2], eval_error, renamed, bad_init, unknown, GOOD]
+    heard: list[int] = []
+    verdicts = validate_traces(
+        [make_trace(t) for t in traces],
+        spec_dirs=[spec_dir],
+        on_verdict=lambda index, _verdict: heard.append(index),
+    )
+    assert sorted(heard) == list(range(len(traces)))
+    got = [
+        (v.accepted, v.divergence and (v.divergence.step, v.divergence.reason)) for v in verdicts
+    ]
+    assert got == [
+        (True, None),
+        (False, (4, "step")),
+        (True, None),
+        (False, (2, "eval_error")),
+        (False, (2, "step")),
+        (False, (1, "init")),
+        (False, (2, "unknown_action")),
+        (True, None),
+    ]
+    # The batch's verdicts are the ones each trace gets alone.
+    for trace, verdict in zip(traces, verdicts, strict=True):
+        alone = check(make_trace(trace), spec_dir)
+        assert alone.accepted == verdict.accepted
+        assert alone.divergence == verdict.divergence
+
+
+def test_validate_traces_in_several_batches_and_jobs_agree_with_one_batch(spec_dir: Path) -> None:
+    changed = list(GOOD)
+    changed[2] = ("Claim", state(1, ("a",), a="x"))
+    traces = [make_trace(t) for t in (GOOD, changed, GOOD[:3], changed, GOOD)]
+    one = validate_traces(traces, spec_dirs=[spec_dir], explain=False)
+    many = validate_traces(traces, spec_dirs=[spec_dir], explain=False, jobs=2, batch_steps=4)
+    assert [v.accepted for v in one] == [True, False, True, False, True]
+    assert [(v.accepted, v.divergence) for v in one] == [(v.accepted, v.divergence) for v in many]
+
+
+# --- partial logs -----------------------------------------------------------
+
+
+def _without(values: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if k not in names}
+
+
+def test_validate_leaves_omitted_variables_to_the_spec(spec_dir: Path) -> None:
+    # The template reads a Claim's owner from the line, so owner stays logged.
+    partial = [(a, _without(v, "log")) for a, v in GOOD]
+    assert check(make_trace(partial), spec_dir).accepted
+    # Only the count on every line but the first: still a behaviour.
+    counts = [GOOD[0]] + [
+        (a, _without(v, "log") if a == "Claim" else {"count": v["count"]}) for a, v in GOOD[1:]
+    ]
+    assert check(make_trace(counts), spec_dir).accepted
+
+
+def test_validate_partial_log_still_rejects_what_the_logged_variables_show(
+    spec_dir: Path,
+) -> None:
+    bad = [(a, _without(v, "log")) for a, v in GOOD]
+    bad[3] = ("Inc", {"count": 3})
+    verdict = check(make_trace(bad), spec_dir)
+    d = verdict.divergence
+    assert d is not None
+    assert (d.step, d.action, d.reason) == (4, "Inc", "step")
+    assert [(x.name, x.logged, x.allowed[0]) for x in d.diffs] == [("count", 3, 2)]
+    assert d.variables == 1
+
+
+def test_validate_partial_log_follows_every_candidate_state(spec_dir: Path) -> None:
+    # Line 2 leaves out who incremented: both Inc("a") and Inc(B) fit, and
+    # only the second candidate explains line 3. Following one candidate and
+    # giving up at its dead end would reject a behaviour.
+    lines = [
+        GOOD[0],
+        ("Inc", {"count": 1}),
+        ("Claim", state(1, (B,), a="x")),
+    ]
+    assert check(make_trace(lines), spec_dir).accepted
+
+
+def test_validate_partial_log_reports_all_candidates_of_the_last_matched_line(
+    spec_dir: Path,
+) -> None:
+    lines = [GOOD[0], ("Inc", {"count": 1}), ("Claim", state(1, ("zzz",), a="x"))]
+    verdict = check(make_trace(lines), spec_dir)
+    d = verdict.divergence
+    assert d is not None and d.step == 3
+    assert d.last_states == 2
+    assert "one of 2 candidates" in verdict.report()
+
+
+def test_validate_line_without_an_action_may_be_any_action(spec_dir: Path) -> None:
+    anonymous = [(a if i in (0, 3) else None, v) for i, (a, v) in enumerate(GOOD)]
+    assert check(make_trace(anonymous), spec_dir).accepted
+    bad = list(anonymous)
+    bad[2] = (None, state(5, ("a",), a=NASTY))
+    verdict = check(make_trace(bad), spec_dir)
+    assert verdict.divergence is not None and verdict.divergence.step == 3
+    assert "(any action)" in verdict.report()
+
+
+# --- the report -------------------------------------------------------------
+
+
+def test_validate_report_shows_the_last_matched_state_and_the_regenerate_command(
+    spec_dir: Path,
+) -> None:
+    bad = list(GOOD)
+    bad[3] = ("Inc", state(3, ("a", B), a=NASTY))
+    trace = make_trace(bad)
+    assert trace.header is not None
+    command = "tlasim run toy --seed 7 --trace {trace}"
+    header = Record({**trace.header, "seed": 7, "reproduce": command})
+    trace = replace(trace, header=header, path="out dir/toy.ndjson")
+    verdict = check(trace, spec_dir)
+    report = verdict.report()
+    assert "last matched state, line 4:" in report
+    assert "    count = 1" in report
+    assert "seed: 7" in report
+    assert "regenerate: tlasim run toy --seed 7 --trace 'out dir/toy.ndjson'" in report
+    data = json.loads(json.dumps(verdict.to_json()))
+    assert data["accepted"] is False
+    assert data["seed"] == 7
+    assert data["divergence"]["line"] == 5
+    assert data["divergence"]["action"] == "Inc"
+    assert data["divergence"]["last_line"] == 4
+    assert data["divergence"]["last_state"]["count"] == 1
+    assert data["divergence"]["enabled"] is True
+    assert data["divergence"]["diffs"][0]["variable"] == "count"
+    assert data["divergence"]["diffs"][0]["logged"] == 3
+    assert data["divergence"]["diffs"][0]["allowed"] == 2
