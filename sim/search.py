@@ -5,16 +5,19 @@ choose every input and then shrink a failure toward fewer, earlier and
 simpler faults, a smaller workload and seed 0. The search itself is seeded,
 so the same command finds the same failure.
 
-One limit, measured rather than understood: inside one long-lived process,
-the path hypothesis takes (not the verdict of any one run, which is
-deterministic) can change with what the process imported before.
-`tlasim search` in a fresh process repeats exactly; an in-process call may
-find a different failure, or find it later.
+Hypothesis (6.131 and later) also draws, now and then, literals it reads
+from the source of every local module the process has loaded. That made the
+search path depend on the text of any tlasim module and on what the process
+happened to import, so an unrelated edit could hide a bug from a fixed
+budget. Search switches those constants off while it runs: its path depends
+on its seed, the protocol's strategies and the runs' verdicts only.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +67,34 @@ def examples(protocol: str, horizon_ticks: int = 600) -> st.SearchStrategy[Examp
     return draw()
 
 
+@contextmanager
+def _without_local_constants() -> Iterator[None]:
+    """Keep hypothesis from drawing literals out of the loaded modules' source.
+
+    This reaches into hypothesis's internals, so a hypothesis without them
+    (older, or changed) is left as it is.
+    """
+    try:
+        from hypothesis.internal.conjecture import providers
+        from hypothesis.internal.constants_ast import Constants
+    except ImportError:
+        yield
+        return
+    original = getattr(providers, "_get_local_constants", None)
+    cache = getattr(providers, "CONSTANTS_CACHE", None)
+    if original is None or cache is None:
+        yield
+        return
+    empty = Constants()
+    cache.cache.clear()  # it may hold constants from an earlier search
+    providers._get_local_constants = lambda: empty
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
+        cache.cache.clear()
+
+
 def search(
     protocol: str,
     *,
@@ -95,9 +126,13 @@ def search(
         suppress_health_check=list(HealthCheck),
     )
     try:
-        found = find(
-            examples(protocol), fails, settings=search_settings, random=random.Random(search_seed)
-        )
+        with _without_local_constants():
+            found = find(
+                examples(protocol),
+                fails,
+                settings=search_settings,
+                random=random.Random(search_seed),
+            )
     except NoSuchExample:
         return SearchResult(calls, None, None)
     # Hypothesis shrinks the plan's encoding, which can stall with redundant

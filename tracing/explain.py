@@ -159,6 +159,13 @@ def explain_divergence(
     """The divergence at 1-based step `step`, explained by one TLC job (run by
     `tlc`, which takes `run_tlc`'s arguments); and its seconds."""
     explained = _run_explain(workdir, spec, trace, constants, step, timeout_s, tlc)
+    # Shown in the spec's order, not TLC's.
+    order = {name: i for i, name in enumerate(spec.decls.variables)}
+    last = [
+        dict(sorted(state.items(), key=lambda kv: order.get(kv[0], len(order))))
+        for state in explained.last
+    ]
+    explained = replace(explained, last=last)
     return _divergence(trace, step, reason, explained, tlc_error), explained.seconds
 
 

@@ -6,10 +6,12 @@ records, one per step line, and `TraceConst_<name>` the constants they share.
 A line's `vars` holds only the variables it logged; `action` is "" when it
 logged none.
 
-SANY's parse time is nearly all of a batch's cost, and a trace's states
-repeat each other: so each line's `vars` is a definition of its own,
-written as what changed since the line before (`[prev EXCEPT !.x = ...]`,
-`(k :> v) @@ f`, `(s \\ {..}) \\cup {..}`, `q \\o <<..>>`). The text grows
+SANY's parse time is nearly all of a batch's cost, so the text is kept
+small. Every long compound part of a value (a message, a transaction's
+record) is a definition of its own, written once per batch, and each line's
+`vars` is a definition written as what changed since the line before
+(`[prev EXCEPT !.x = ...]`, with `(k :> v) @@ f`, `(s \\ {..}) \\cup {..}`
+or `q \\o <<..>>` where that is shorter than the new value). The text grows
 with the changes, not with the state's size. TLC evaluates these constant
 definitions once, before the search, to exactly the logged values.
 

@@ -38,11 +38,19 @@ from tracing.validate import validate_traces
 # Measured: every variant fails within its first 45 swarm seeds; 300 leaves
 # room for a change in the workload or fault draws without hiding a lost bug.
 SEED_BUDGET = 300
-# Measured: search finds every variant within its first 30 examples but one;
-# duplicate-chunk-reapplied needs a duplicated chunk delayed past the replay,
-# which search first hits at example 317.
+# Measured (sim/search.py draws no constants from tlasim's own source, so
+# these hold across unrelated edits): search finds every variant within its
+# first 125 examples but commit-before-durable, which needs the TM to crash
+# in the one step between sending Commit and syncing its decision, and which
+# search first hits at example 164 of a 300-example run (hypothesis's path
+# depends on the budget, too).
 SEARCH_EXAMPLES = 150
-SEARCH_EXAMPLES_FOR = {("snapshot", "duplicate-chunk-reapplied"): 600}
+SEARCH_EXAMPLES_FOR = {("twopc", COMMIT_BEFORE_DURABLE): 300}
+# Search's failure for ack-before-persist is a receiver crash at tick 309,
+# which two loss windows keep after the unsynced ack; delta debugging can
+# drop a fault or move a crash earlier, but not both at once, so it keeps
+# all three. (The swarm failure shrinks to the one crash it needs.)
+SEARCH_FAULTS_FOR = {("snapshot", ACK_BEFORE_PERSIST): 3}
 
 VARIANTS = [(name, bug) for name, p in sorted(PROTOCOLS.items()) for bug in sorted(p.bugs)]
 # Variants whose only way to fail is a crash of one node, and that node.
@@ -150,7 +158,8 @@ def test_bug_variant_is_found_by_search_mode(protocol: str, bug: str, tmp_path: 
     assert failure and size, done.stdout
     if failure.group(1) == "safety":
         assert documented(protocol, bug, failure.group(2))
-    assert int(size.group(1)) <= PROTOCOLS[protocol].bugs[bug].minimal_faults, done.stdout
+    allowed = SEARCH_FAULTS_FOR.get((protocol, bug), PROTOCOLS[protocol].bugs[bug].minimal_faults)
+    assert int(size.group(1)) <= allowed, done.stdout
 
 
 @pytest.mark.parametrize("protocol", sorted(PROTOCOLS))

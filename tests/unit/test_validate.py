@@ -523,3 +523,15 @@ def test_validate_report_shows_the_last_matched_state_and_the_regenerate_command
     assert data["divergence"]["diffs"][0]["variable"] == "count"
     assert data["divergence"]["diffs"][0]["logged"] == 3
     assert data["divergence"]["diffs"][0]["allowed"] == 2
+
+
+def test_validate_traces_isolates_an_evaluation_error_in_init(spec_dir: Path) -> None:
+    # An error while computing initial states names no trace, so the batch
+    # is halved until the culprit is alone; the other traces keep their verdicts.
+    bad_init = [("Init", {**state(0, ()), "count": "zero"}), *GOOD[1:]]
+    traces = [GOOD, GOOD[:3], bad_init, GOOD]
+    verdicts = validate_traces([make_trace(t) for t in traces], spec_dirs=[spec_dir])
+    assert [v.accepted for v in verdicts] == [True, True, False, True]
+    d = verdicts[2].divergence
+    assert d is not None and (d.step, d.reason) == (1, "eval_error")
+    assert d.tlc_error
