@@ -199,3 +199,61 @@ def test_headerless_trace_validates_given_spec_and_constants(tmp_path: Path) -> 
     assert code == exitcodes.OK, output
     code, output = invoke("validate", str(bare), "--spec", header["spec"], "--constants", "[1]")
     assert code == exitcodes.USAGE
+
+
+def _twopc_traces(folder: Path, seeds: range) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for seed in seeds:
+        path = folder / f"t{seed}.ndjson"
+        code, output = invoke("run", "twopc", "--seed", str(seed), "--trace", str(path))
+        assert code == exitcodes.OK, output
+        paths.append(path)
+    return paths
+
+
+def test_validate_a_folder_gives_every_trace_a_verdict_as_json(tmp_path: Path) -> None:
+    paths = _twopc_traces(tmp_path / "traces", range(1, 4))
+    # One line of the last trace changed: a rejection among acceptances.
+    lines = paths[-1].read_text().splitlines()
+    lines[5] = lines[5].replace('"tmUp":true', '"tmUp":false')
+    paths[-1].write_text("\n".join(lines) + "\n")
+    code, output = invoke("validate", str(tmp_path / "traces"), "--format", "json", "--jobs", "2")
+    assert code == exitcodes.TRACE_REJECTED, output
+    document = json.loads(output)
+    assert (document["traces"], document["accepted"], document["rejected"]) == (3, 2, 1)
+    rejected = [v for v in document["verdicts"] if not v["accepted"]]
+    assert rejected[0]["trace"].endswith("t3.ndjson")
+    assert rejected[0]["divergence"]["line"] == 6
+    assert rejected[0]["seed"] == 3
+    assert rejected[0]["regenerate"] == f"tlasim run twopc --seed 3 --trace {paths[-1]}"
+
+
+def test_validate_keeps_going_past_an_unreadable_trace(tmp_path: Path) -> None:
+    paths = _twopc_traces(tmp_path / "traces", range(1, 3))
+    (tmp_path / "traces" / "broken.ndjson").write_text('{"event": "tla_trace", "action": "Init"\n')
+    code, output = invoke("validate", str(tmp_path / "traces"))
+    assert code == exitcodes.USAGE, output
+    assert "UNREADABLE" in output and "broken.ndjson:1: bad JSON" in output
+    assert output.count("ACCEPTED") == len(paths)
+    assert "3 traces: 2 accepted, 0 rejected, 1 not checked" in output
+
+
+def test_validate_an_empty_folder_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    code, output = invoke("validate", str(tmp_path / "empty"))
+    assert code == exitcodes.USAGE
+    assert "holds no trace files" in output
+
+
+def test_validate_another_systems_log_through_a_mapping_file() -> None:
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "foreign"
+    code, output = invoke(
+        "validate", "--mapping", str(example / "twopc.toml"), str(example / "twopc.log")
+    )
+    assert code == exitcodes.OK, output
+    assert "ACCEPTED" in output
+    mapping, log = str(example / "twopc.toml"), str(example / "twopc.log")
+    code, output = invoke("validate", "--mapping", mapping, "--spec", "X", log)
+    assert code == exitcodes.USAGE
+    assert "drop --spec and --constants" in output
