@@ -27,11 +27,12 @@ modules mean.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -188,20 +189,46 @@ class _Item:
     seconds: float = 0.0
 
 
-def _batches(items: list[_Item], jobs: int, batch_steps: int) -> list[list[_Item]]:
-    """Cut a group into batches of about `batch_steps` step lines, and into
-    at least `jobs` batches when it has that many traces, so no core idles."""
-    total = sum(len(i.trace.steps) for i in items)
-    target = min(batch_steps, max(1, -(-total // max(1, jobs))))
-    batches: list[list[_Item]] = [[]]
-    size = 0
-    for item in items:
-        if batches[-1] and size + len(item.trace.steps) > target:
-            batches.append([])
-            size = 0
-        batches[-1].append(item)
-        size += len(item.trace.steps)
-    return batches
+class _Batcher:
+    """Cuts the traces into batches as they are read: one open batch per
+    spec and constants, closed at about `batch_steps` step lines, or at a
+    `jobs`-th of the estimated total when that is less, so no core idles."""
+
+    def __init__(self, traces: Sequence[Trace | Path | str], jobs: int, batch_steps: int) -> None:
+        self._jobs, self._limit = jobs, batch_steps
+        self._target: int | None = None
+        # Files are not read yet: their sizes, with the first file's bytes
+        # per step, estimate the total.
+        self._bytes = sum(
+            os.path.getsize(t) for t in traces if not isinstance(t, Trace) and os.path.isfile(t)
+        )
+        self._steps = sum(len(t.steps) for t in traces if isinstance(t, Trace))
+        self._open: dict[tuple[str, str], tuple[list[_Item], int]] = {}
+
+    def _target_for(self, item: _Item, source: Trace | Path | str) -> int:
+        if self._target is None:
+            total = self._steps
+            if self._bytes and not isinstance(source, Trace) and os.path.isfile(source):
+                per_step = max(1, os.path.getsize(source)) / max(1, len(item.trace.steps))
+                total += int(self._bytes / per_step)
+            self._target = min(self._limit, max(1, -(-total // self._jobs)))
+        return self._target
+
+    def add(self, item: _Item, source: Trace | Path | str) -> list[_Item] | None:
+        """Add a trace; return its batch when that is full."""
+        key = (item.spec.name, to_tla(item.constants))
+        batch, steps = self._open.get(key, ([], 0))
+        batch.append(item)
+        steps += len(item.trace.steps)
+        if steps >= self._target_for(item, source):
+            self._open.pop(key, None)
+            return batch
+        self._open[key] = (batch, steps)
+        return None
+
+    def rest(self) -> list[list[_Item]]:
+        """The batches still open once every trace is read."""
+        return [batch for batch, _ in self._open.values()]
 
 
 def _prepare(workdir: Path, spec: TraceSpec) -> None:
@@ -380,73 +407,79 @@ def validate_traces(
     Files go to `workdir` (kept) or to a temporary folder (removed).
     `on_verdict(index, verdict)` hears each verdict as soon as it is known.
 
-    Every trace is read and checked against its spec before any TLC run, so
-    bad input fails fast: raises TraceFormatError (unreadable trace),
-    SpecError (spec or template missing or unreadable), ToolNotFound (no Java
-    or TLC), TLCError (TLC failed in a way that says nothing about a trace).
+    Traces are read in order while earlier batches are checked. Raises
+    TraceFormatError (unreadable trace), SpecError (spec or template missing
+    or unreadable), ToolNotFound (no Java or TLC), TLCError (TLC failed in a
+    way that says nothing about a trace).
     With `keep_going`, an unreadable trace or a missing spec instead gives
     that trace a verdict whose `error` says why, and the others are checked.
     """
     if jobs < 1:
         raise SpecError(f"jobs={jobs}: must be at least 1")
     specs: dict[str, TraceSpec] = {}
+    items: list[_Item] = []
     unusable: dict[int, Verdict] = {}
-    items = []
-    for i, trace in enumerate(traces):
-        try:
-            items.append(_Item(i, *_load(trace, spec, spec_dirs, constants, specs)))
-        except (TraceFormatError, SpecError) as exc:
-            if not keep_going:
-                raise
-            path = Path(trace.path if isinstance(trace, Trace) else trace)
-            unusable[i] = Verdict(path, False, 0, None, 0.0, error=str(exc))
-            if on_verdict is not None:
-                on_verdict(i, unusable[i])
-    groups: dict[tuple[str, str], list[_Item]] = {}
-    for item in items:
-        early = _precheck(item.trace, item.spec)
-        if early is not None:
-            item.verdict = Verdict(
-                Path(item.trace.path) if item.trace.path else None,
-                False,
-                len(item.trace.steps),
-                early,
-                0.0,
-                item.spec.name,
-                item.trace.header,
-            )
-            if on_verdict is not None:
-                on_verdict(item.index, item.verdict)
-            continue
-        key = (item.spec.name, to_tla(item.constants))
-        groups.setdefault(key, []).append(item)
-    batches = [b for group in groups.values() for b in _batches(group, jobs, batch_steps)]
+
+    def hear(index: int, verdict: Verdict) -> None:
+        if on_verdict is not None:
+            on_verdict(index, verdict)
+
     with tempfile.TemporaryDirectory(prefix="tlasim-validate-") as tmp:
         root = Path(workdir) if workdir is not None else Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
-
-        # One thread more than TLC slots, so the next batch's module is being
-        # written while TLC checks the last one. Threads suffice: the heavy
-        # work is TLC, in subprocesses.
+        # One thread more than TLC slots: while TLC checks one batch, the
+        # next is read and its module written. Threads suffice, since the
+        # heavy work is TLC, in subprocesses.
         slots = threading.Semaphore(jobs)
 
         def tlc(*args: Any, **kwargs: Any) -> TLCResult:
             with slots:
                 return run_tlc(*args, **kwargs)
 
-        def run(numbered: tuple[int, list[_Item]]) -> None:
-            number, batch = numbered
+        def run(number: int, batch: list[_Item]) -> None:
             folder = root / f"batch{number}"
             folder.mkdir(exist_ok=True)
             _prepare(folder, batch[0].spec)
             _check_batch(folder, batch, timeout_s, tlc)
             for item in batch:
                 item.verdict = _finish(item, folder, explain, timeout_s, tlc)
-                if on_verdict is not None:
-                    on_verdict(item.index, item.verdict)
+                hear(item.index, item.verdict)
 
         with ThreadPoolExecutor(max_workers=jobs + 1) as pool:
-            list(pool.map(run, enumerate(batches, start=1)))  # list() re-raises errors
+            futures: list[Future[None]] = []
+            batcher = _Batcher(traces, jobs, batch_steps)
+            for i, trace in enumerate(traces):
+                # Traces are read as batches fill, so reading overlaps TLC.
+                try:
+                    item = _Item(i, *_load(trace, spec, spec_dirs, constants, specs))
+                except (TraceFormatError, SpecError) as exc:
+                    if not keep_going:
+                        raise
+                    path = Path(trace.path if isinstance(trace, Trace) else trace)
+                    unusable[i] = Verdict(path, False, 0, None, 0.0, error=str(exc))
+                    hear(i, unusable[i])
+                    continue
+                items.append(item)
+                early = _precheck(item.trace, item.spec)
+                if early is not None:
+                    item.verdict = Verdict(
+                        Path(item.trace.path) if item.trace.path else None,
+                        False,
+                        len(item.trace.steps),
+                        early,
+                        0.0,
+                        item.spec.name,
+                        item.trace.header,
+                    )
+                    hear(i, item.verdict)
+                    continue
+                full = batcher.add(item, trace)
+                if full is not None:
+                    futures.append(pool.submit(run, len(futures) + 1, full))
+            for batch in batcher.rest():
+                futures.append(pool.submit(run, len(futures) + 1, batch))
+            for future in futures:
+                future.result()  # re-raises a batch's error
     verdicts = {item.index: item.verdict for item in items}
     verdicts.update(unusable)
     if any(verdicts.get(i) is None for i in range(len(traces))):
