@@ -89,6 +89,11 @@ class ProtocolDefinition(Protocol):
     # option name -> (simplest, most complex) bound that search mode draws from
     workload_ranges: Mapping[str, tuple[int, int] | tuple[float, float]]
     source_files: Sequence[str]  # the modelled code, relative to the repository root
+    # Every action name a trace line of this protocol may carry: its cores'
+    # steps, crash_step's actions, the two network actions, and "Init", the
+    # first line the kernel writes. It must equal the trace template's
+    # TraceActionNames; `tlasim drift` holds both the code and the spec to it.
+    trace_actions: frozenset[str]
 
     @property
     def bugs(self) -> Mapping[str, Any]: ...

@@ -17,6 +17,7 @@ from protocols import get_protocol
 from sim import exitcodes
 from sim.cli_campaign import campaign, repro, search, shrink
 from sim.cli_corpus import corpus
+from sim.cli_drift import drift
 from sim.cli_interchange import export
 from sim.cli_support import (
     check_bug,
@@ -172,5 +173,5 @@ def check_specs(names: tuple[str, ...], manifest: Path | None, jobs: int) -> Non
         sys.exit(exitcodes.SPEC_MISMATCH)
 
 
-for command in (campaign, repro, search, shrink, validate, export, corpus):
+for command in (campaign, repro, search, shrink, validate, export, corpus, drift):
     main.add_command(command)

@@ -9,6 +9,7 @@ LIVENESS = 3  # the protocol did not finish within the liveness bound after heal
 TRACE_REJECTED = 4  # TLC rejected a trace: the run is not a behaviour of the spec
 TOOL_MISSING = 5  # Java or tla2tools.jar could not be found
 SPEC_MISMATCH = 6  # check-specs: a TLC result differs from specs/manifest.json
+DRIFT = 7  # drift: modelled code changed since its spec's record, or spec and code disagree
 INTERNAL = 70  # a bug in tlasim itself
 INTERRUPTED = 130  # stopped by Ctrl-C (SIGINT), as shells report it
 
@@ -20,6 +21,7 @@ TABLE = (
     (TRACE_REJECTED, "trace rejected by TLC"),
     (TOOL_MISSING, "Java or TLC not found"),
     (SPEC_MISMATCH, "check-specs result differs from the manifest"),
+    (DRIFT, "drift: modelled code changed since the spec's record, or spec and code disagree"),
     (INTERNAL, "internal error (a bug in tlasim)"),
     (INTERRUPTED, "interrupted (Ctrl-C)"),
 )

@@ -65,6 +65,20 @@ class ShardSplit:
         "protocols/shardsplit/messages.py",
         "protocols/shardsplit/definition.py",
     )
+    # Every action a trace line may carry (see ProtocolDefinition): the
+    # template's TraceActionNames, held to the code by `tlasim drift`.
+    trace_actions: frozenset[str] = frozenset({
+        "Init",
+        "CoordStartSplit", "CoordResend", "CoordInstalled", "CoordSwitch",
+        "CoordRetired", "CoordActivated", "CoordFinish", "CoordRoute",
+        "CoordCrash", "CoordRecover",
+        "ShardGet", "ShardAccept", "ShardAckApplied", "ShardRedirect",
+        "ShardApply", "ShardFreeze", "ShardTransfer", "ShardInstall",
+        "ShardRetire", "ShardActivate", "ShardCrash", "ShardRecover",
+        "ClientInvoke", "ClientTimeout", "ClientRoute", "ClientRedirected",
+        "ClientReturn", "ClientIgnore",
+        "NetLose", "NetDuplicate",
+    })
 
     @property
     def bugs(self) -> Mapping[str, BugVariant]:

@@ -66,6 +66,18 @@ class SnapshotTransfer:
         "protocols/snapshot/messages.py",
         "protocols/snapshot/definition.py",
     )
+    # Every action a trace line may carry (see ProtocolDefinition): the
+    # template's TraceActionNames, held to the code by `tlasim drift`.
+    trace_actions: frozenset[str] = frozenset({
+        "Init",
+        "SrcWrite", "SrcJoin", "SrcChunkAck", "SrcShip", "SrcRecordsAck",
+        "SrcReadIndex", "SrcResend", "SrcCrash", "SrcRecover",
+        "RcvJoin", "RcvChunk", "RcvRecords", "RcvGet", "RcvReadIndex",
+        "RcvServe", "RcvCrash", "RcvRecover",
+        "ClientInvoke", "ClientTimeout", "ClientRedirected", "ClientReturn",
+        "ClientIgnore",
+        "NetLose", "NetDuplicate",
+    })
 
     @property
     def bugs(self) -> Mapping[str, BugVariant]:

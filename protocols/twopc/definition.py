@@ -52,6 +52,17 @@ class TwoPhaseCommit:
         "protocols/twopc/messages.py",
         "protocols/twopc/definition.py",
     )
+    # Every action a trace line may carry (see ProtocolDefinition): the
+    # template's TraceActionNames, held to the code by `tlasim drift`.
+    trace_actions: frozenset[str] = frozenset({
+        "Init",
+        "TMBegin", "TMSendPrepare", "TMRcvPrepared", "TMRcvAborted",
+        "TMCommit", "TMAbort", "TMSendCommit", "TMSendAbort",
+        "TMCrash", "TMRecover",
+        "RMRcvPrepare", "RMSendPrepared", "RMSendAborted", "RMChooseToAbort",
+        "RMRcvCommit", "RMRcvAbort", "RMCrash", "RMRecover",
+        "NetLose", "NetDuplicate",
+    })
 
     @property
     def bugs(self) -> Mapping[str, BugVariant]:
