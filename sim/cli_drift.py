@@ -1,5 +1,5 @@
-"""`tlasim drift`: name the specs whose modelled code changed, and where a spec
-and its protocol's code disagree on variables or actions (sim/drift.py)."""
+"""`tlasim drift`: name the specs whose modelled code changed (sim/modelled.py), and
+where a spec and its protocol's code disagree on variables or actions (sim/drift.py)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def drift(protocols: tuple[str, ...], update: bool, spec_dirs: tuple[Path, ...])
     """
     # Imported here, as `validate` imports the validator: `tlasim` starts
     # faster, and a process that never checks drift never loads the checks.
-    from sim.drift import check_drift, read_record, record_path, update_record
+    from sim.drift import check_drift
+    from sim.modelled import read_record, record_path, update_record
 
     definitions = [get_protocol(p) for p in protocols or sorted(PROTOCOLS)]
     dirs = list(spec_dirs) or None

@@ -98,7 +98,8 @@ def validate(
     if mapping_path is not None:
         if spec is not None or constants is not None:
             raise ConfigError("--mapping names the spec and constants; drop --spec and --constants")
-        from tracing.foreign import load_foreign_trace, read_mapping
+        from tracing.foreign import load_foreign_trace
+        from tracing.log_mapping import read_mapping
 
         read_mapping(mapping_path, spec_dirs=list(spec_dirs) or None)  # a bad mapping fails first
         inputs = []

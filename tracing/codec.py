@@ -36,6 +36,8 @@ __all__ = [
     "TraceStep",
     "TraceWriter",
     "read_trace",
+    "thaw",
+    "write_trace",
 ]
 
 TraceFormat = Literal["ndjson", "msgpack"]

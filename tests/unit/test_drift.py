@@ -23,17 +23,8 @@ from protocols.definition import ProtocolDefinition
 from protocols.errors import SpecError
 from sim import exitcodes
 from sim.cli_drift import drift
-from sim.drift import (
-    ROOT,
-    check_record,
-    declaration_problems,
-    hash_item,
-    read_record,
-    record_path,
-    scan_actions,
-    schema_problems,
-    update_record,
-)
+from sim.drift import declaration_problems, scan_actions, schema_problems
+from sim.modelled import ROOT, check_record, hash_item, read_record, record_path, update_record
 from sim.runner import run_seed
 
 TWOPC = PROTOCOLS["twopc"]

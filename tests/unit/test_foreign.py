@@ -1,4 +1,5 @@
-"""tracing.foreign: another system's log, read through a mapping file, validated by TLC."""
+"""tracing.foreign and tracing.log_mapping: another system's log, read through a mapping
+file, validated by TLC."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocols.errors import ConfigError, TraceFormatError
-from tracing.foreign import decode_plain, load_foreign_trace, read_foreign_log, read_mapping
-from tracing.itf import ANY, Shape
+from tracing.foreign import decode_plain, load_foreign_trace, read_foreign_log
+from tracing.log_mapping import read_mapping
+from tracing.tla_types import ANY, Shape
 from tracing.validate import validate_trace
 from tracing.values import FnMap, Record, canonical_json, to_json
 

@@ -13,24 +13,21 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.errors import ConfigError, TraceFormatError
+from protocols.errors import TraceFormatError
 from sim import exitcodes
 from sim.cli_interchange import export
 from sim.runner import run_seed
 from tracing.codec import Trace, read_trace
 from tracing.foreign import load_foreign_trace
 from tracing.itf import (
-    ANY,
-    Shape,
     itf_to_tagged,
     itf_to_trace,
-    parse_type,
     read_itf,
     trace_to_itf,
-    type_hint,
     value_to_itf,
     write_itf,
 )
+from tracing.tla_types import ANY, Shape
 from tracing.values import FnMap, Record, canonical_json, from_json
 
 FOREIGN = Path(__file__).resolve().parents[2] / "docs" / "examples" / "foreign"
@@ -275,43 +272,6 @@ def test_any_value_goes_to_itf_and_back_exactly_whatever_the_type_hint(
     back = from_json(itf_to_tagged(json.loads(text)))
     assert back == value
     assert canonical_json(back) == canonical_json(value)
-
-
-# --- types ------------------------------------------------------------------------
-
-
-def test_parse_type_keeps_what_decides_a_values_json_form() -> None:
-    fn = parse_type("[Tx -> SUBSET RM]")
-    assert (fn.kind, fn.domain(), fn.range().kind, fn.range().element()) == ("fn", ANY, "set", ANY)
-    rec = parse_type('SUBSET [kind: {"begin", "commit"}, tx: Tx, n: 0..3, ok: BOOLEAN]')
-    record = rec.element()
-    assert record.names == ("kind", "tx", "n", "ok")
-    assert [p.kind for p in record.parts] == ["str", "any", "int", "bool"]
-    assert parse_type("Seq(Nat \\X STRING)").element().parts == (Shape("int"), Shape("str"))
-    assert parse_type("Bag([a: Int])").kind == "bag"
-    assert parse_type('Clients \\cup {"-"}') == ANY
-    assert parse_type("Nat \\ {0}") == Shape("int")
-
-
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("[Tx -> ", "ends too early"),
-        ("[a: Int, a: Int]", "'a' is not a new field name"),
-        ("SUBSET", "ends too early"),
-        ("[Tx -> Int] junk", "unexpected 'junk'"),
-        ("{x \\in S : x > 0}", "may list only literals"),
-        ("Int \\cup @x", "cannot read on from '@x'"),
-    ],
-)
-def test_parse_type_names_what_it_does_not_understand(text: str, message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
-        parse_type(text)
-
-
-def test_type_hint_reads_header_notes_and_gives_up_quietly() -> None:
-    assert type_hint("[Msg -> Nat \\ {0}] (a bag)") == Shape("fn", (ANY, Shape("int")))
-    assert type_hint("{x \\in S : x > 0}") == ANY
 
 
 # --- the command ------------------------------------------------------------------
