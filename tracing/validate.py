@@ -57,9 +57,11 @@ from tracing.values import freeze
 
 __all__ = ["Divergence", "VarDiff", "Verdict", "validate_trace", "validate_traces"]
 
-# Step lines per TLC run. SANY's parse time grows faster than the text, so
-# a batch stays around this size (measured in bench/validation.py).
-BATCH_STEPS = 6000
+# Step lines per TLC run. Each run pays a JVM start and the spec's parse,
+# but SANY's parse grows faster than the text: on twopc, 20000 checked 1,000
+# traces in 34 s of TLC (6 runs) where 6000 took 45 s (19 runs) and 40000
+# was slower again (bench/validation.py). A run this size needs about 1.5 GB.
+BATCH_STEPS = 20000
 
 
 @dataclass(frozen=True, slots=True)
