@@ -98,16 +98,16 @@ def validate(
     if mapping_path is not None:
         if spec is not None or constants is not None:
             raise ConfigError("--mapping names the spec and constants; drop --spec and --constants")
-        from tracing.foreign import load_foreign_trace
+        from tracing.foreign import read_foreign_log
         from tracing.log_mapping import read_mapping
 
-        read_mapping(mapping_path, spec_dirs=list(spec_dirs) or None)  # a bad mapping fails first
+        # Read and checked against its spec once, before any log: a bad
+        # mapping fails first, and a thousand logs cost one read of it.
+        mapping = read_mapping(mapping_path, spec_dirs=list(spec_dirs) or None)
         inputs = []
         for path in paths:
             try:
-                inputs.append(
-                    load_foreign_trace(path, mapping_path, spec_dirs=list(spec_dirs) or None)
-                )
+                inputs.append(read_foreign_log(path, mapping))
             except TraceFormatError as exc:
                 unreadable_logs.append(Verdict(path, False, 0, None, 0.0, error=str(exc)))
     text = output_format == "text"
