@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import bugs, campaign, kernel, linearizability, validation
-from sim.cli_support import out
+from sim.cli.support import out
 
 # The standard campaign of each protocol: its default options, swarm faults.
 CAMPAIGNS = {

@@ -14,8 +14,8 @@ import statistics
 from dataclasses import dataclass
 
 from protocols import get_protocol
-from sim.kernel import OUTCOME_OK
-from sim.runner import run_seed
+from sim.kernel.simulation import OUTCOME_OK
+from sim.run.runner import run_seed
 
 
 @dataclass(frozen=True)

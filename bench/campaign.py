@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from sim.campaign import run_campaign
-from sim.runner import run_seed
+from sim.campaign.sweep import run_campaign
+from sim.run.runner import run_seed
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import simpy
 
 from faults.plan import NO_FAULTS_PLAN
-from sim.options import SimOptions
-from sim.runner import run_seed
+from sim.kernel.options import SimOptions
+from sim.run.runner import run_seed
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sim.runner import run_seed
-from tracing.validate import validate_trace, validate_traces
+from sim.run.runner import run_seed
+from tracing.validation.validator import validate_trace, validate_traces
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """`python -m sim` is `tlasim`."""
 
-from sim.cli import main
+from sim.cli.main import main
 
 main()

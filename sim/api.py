@@ -29,11 +29,11 @@ from typing import Any
 from faults.plan import FaultPlan
 from protocols import get_protocol
 from protocols.errors import InternalError
-from sim.kernel import OUTCOME_OK, RunResult
-from sim.options import SimOptions
-from sim.report import FailureReport, reproduce_command, trace_excerpt
-from sim.rng import split
-from sim.runner import run_seed
+from sim.kernel.options import SimOptions
+from sim.kernel.rng import split
+from sim.kernel.simulation import OUTCOME_OK, RunResult
+from sim.run.report import FailureReport, reproduce_command, trace_excerpt
+from sim.run.runner import run_seed
 
 
 class RunFailed(AssertionError):

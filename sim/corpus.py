@@ -2,11 +2,11 @@
 
 Theory of operation. A corpus of `count` files is planned from its seed
 before anything runs: `count * invalid_ratio` files (rounded half up) are
-made to be invalid, cycling through the mutations of `tracing.mutate` and (when the
+made to be invalid, cycling through the mutations of `tracing.mutation.mutate` and (when the
 protocol has any) its bug variants; the rest are simulation runs. The plan
 is shuffled, so a file's name says nothing of its label. Each file then gets
 its own `random.Random`, drawn from one master stream in file order (as
-`sim.rng` does for a run's parts), which draws the run's seed and the
+`sim.kernel.rng` does for a run's parts), which draws the run's seed and the
 mutation's place. So the same seed, count, ratio and options give the same
 bytes, in any process and under any `PYTHONHASHSEED`.
 
@@ -17,7 +17,7 @@ bytes, in any process and under any `PYTHONHASHSEED`.
   not yet used is taken (without a trace, so the scan costs little).
 
 With `partial`, about half of the files are then stripped into a partial log
-(`tracing.partial`). No label is guessed: files are written CHUNK_FILES at
+(`tracing.mutation.partial`). No label is guessed: files are written CHUNK_FILES at
 a time, each chunk is checked by one batched `validate_traces` call (a few
 TLC runs), and TLC's verdict is the label. A mutation TLC accepts is
 labelled valid and keeps its mutation's name, so the share of invalid
@@ -40,7 +40,7 @@ The manifest, `DIR/manifest.json` (docs/corpus.md shows an example):
       mutation        the mutation's name, or null
       detail          what the mutation did, in words, or null
       bug             the bug variant, or null
-      partial         the partial-log shape (tracing.partial.STRIPPINGS), or null
+      partial         the partial-log shape (tracing.mutation.partial.STRIPPINGS), or null
       source_seed     the seed of the run the file comes from
       run_outcome     that run's oracle outcome: "ok", "safety" or "liveness"
       oracle_failure  the broken property the oracle named, or null
@@ -52,7 +52,7 @@ The manifest, `DIR/manifest.json` (docs/corpus.md shows an example):
                       when valid; the header, if any, is line 1 (msgpack:
                       record numbers, counted the same way)
       first_bad_step  the same line as a 1-based index among step lines
-      tlc_reason      why TLC rejected that line (tracing.explain.Reason), or null
+      tlc_reason      why TLC rejected that line (tracing.validation.explain.Reason), or null
       tlc_action      the action that line names, or null
 """
 
@@ -72,15 +72,15 @@ from typing import Any
 from protocols import get_protocol
 from protocols.definition import ProtocolDefinition
 from protocols.errors import ConfigError, InternalError
-from sim.kernel import OUTCOME_SAFETY
-from sim.options import SimOptions
-from sim.runner import TOOL_VERSION, run_seed
+from sim.kernel.options import SimOptions
+from sim.kernel.simulation import OUTCOME_SAFETY
+from sim.run.runner import TOOL_VERSION, run_seed
 from tracing.codec import Trace, TraceFormat, read_trace, write_trace
-from tracing.mutate import MUTATIONS, mutate, renumbered
-from tracing.partial import STRIPPINGS, strip
-from tracing.speccheck import load_trace_spec
-from tracing.tlc import find_java, find_tla2tools
-from tracing.validate import Verdict, validate_traces
+from tracing.mutation.mutate import MUTATIONS, mutate, renumbered
+from tracing.mutation.partial import STRIPPINGS, strip
+from tracing.tla.speccheck import load_trace_spec
+from tracing.tla.tlc import find_java, find_tla2tools
+from tracing.validation.validator import Verdict, validate_traces
 from tracing.values import Record
 
 __all__ = [

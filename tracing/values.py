@@ -14,7 +14,7 @@ as Python strings (code-point order, which is also UTF-8 byte order), and
 records list their keys sorted. Nothing here iterates a hash-ordered
 container without sorting, so `PYTHONHASHSEED` never reaches the output.
 
-`tracing.tla_literal` writes these values as TLA+ text.
+`tracing.tla.literal` writes these values as TLA+ text.
 
 Known limits, inherited from Python: `1 == True`, so a set or a function
 domain cannot hold both (TLC refuses to compare them anyway), and the empty

@@ -26,19 +26,19 @@ from protocols import PROTOCOLS
 from protocols.shardsplit.bugs import SPLIT_PROGRESS_NOT_DURABLE
 from protocols.snapshot.bugs import ACK_BEFORE_PERSIST
 from protocols.twopc.bugs import COMMIT_BEFORE_DURABLE, TM_FORGETS_DECISION
-from sim.campaign import run_campaign
-from sim.kernel import OUTCOME_SAFETY
-from sim.runner import run_seed
-from sim.search import search
-from sim.shrinking import broken_property, shrink_failure
+from sim.campaign.search import search
+from sim.campaign.shrinking import broken_property, shrink_failure
+from sim.campaign.sweep import run_campaign
+from sim.kernel.simulation import OUTCOME_SAFETY
+from sim.run.runner import run_seed
 from tracing.codec import read_trace
-from tracing.partial import STRIPPINGS, strip
-from tracing.validate import validate_traces
+from tracing.mutation.partial import STRIPPINGS, strip
+from tracing.validation.validator import validate_traces
 
 # Measured: every variant fails within its first 45 swarm seeds; 300 leaves
 # room for a change in the workload or fault draws without hiding a lost bug.
 SEED_BUDGET = 300
-# Measured (sim/search.py draws no constants from tlasim's own source, so
+# Measured (sim/campaign/search.py draws no constants from tlasim's own source, so
 # these hold across unrelated edits): search finds every variant within its
 # first 125 examples but commit-before-durable, which needs the TM to crash
 # in the one step between sending Commit and syncing its decision, and which
@@ -138,7 +138,7 @@ def test_bug_variant_shrinks_to_the_faults_it_needs(
 @pytest.mark.parametrize(("protocol", "bug"), VARIANTS)
 def test_bug_variant_is_found_by_search_mode(protocol: str, bug: str, tmp_path: Path) -> None:
     # Through the command, in a fresh process: the path hypothesis takes
-    # depends on what the process imported before (see sim/search.py), and
+    # depends on what the process imported before (see sim/campaign/search.py), and
     # the command is what users run and expect to repeat.
     done = subprocess.run(
         [sys.executable, "-m", "sim", "search", protocol, "--bug", bug,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tracing.speccheck import check_specs, read_manifest
+from tracing.tla.speccheck import check_specs, read_manifest
 
 
 def test_every_manifest_check_matches_tlc() -> None:

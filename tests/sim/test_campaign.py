@@ -17,13 +17,13 @@ import psutil
 import pytest
 from distributed import LocalCluster
 
-import sim.campaign as campaign_module
-import sim.executors as executors
+import sim.campaign.executors as executors
+import sim.campaign.sweep as campaign_module
 from protocols.errors import ConfigError
-from sim.campaign import run_campaign
-from sim.results import ResultsDB, SeedOutcome
-from sim.runner import SeedRun
-from sim.runner import run_seed as real_run_seed
+from sim.campaign.results import ResultsDB, SeedOutcome
+from sim.campaign.sweep import run_campaign
+from sim.run.runner import SeedRun
+from sim.run.runner import run_seed as real_run_seed
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DRIVER = """
 import sys
 
-import sim.campaign as campaign
+import sim.campaign.sweep as campaign
 
 db_path, log_path, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
 real_run_seed = campaign.run_seed

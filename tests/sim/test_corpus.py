@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from sim.cli_corpus import corpus
+from sim.cli.corpus import corpus
 from sim.corpus import MANIFEST_NAME, CorpusOptions, build_corpus
 from tracing.codec import read_trace
-from tracing.mutate import MUTATIONS
-from tracing.validate import validate_trace, validate_traces
+from tracing.mutation.mutate import MUTATIONS
+from tracing.validation.validator import validate_trace, validate_traces
 
 COUNT, SEED, RATIO = 20, 1, 0.5
 
@@ -131,7 +131,7 @@ def test_same_seed_gives_the_same_corpus_bytes_in_another_process(
     again = tmp_path / "again"
     env = dict(os.environ, PYTHONHASHSEED="4242")
     code = (
-        "import sys; from sim.cli_corpus import corpus; "
+        "import sys; from sim.cli.corpus import corpus; "
         f"corpus(['twopc', '--count', '{COUNT}', '--seed', '{SEED}', "
         f"'--invalid-ratio', '{RATIO}', '--out', sys.argv[1]])"
     )

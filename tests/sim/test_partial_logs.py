@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from protocols import PROTOCOLS
-from sim.runner import run_seed
+from sim.run.runner import run_seed
 from tracing.codec import read_trace, write_trace
-from tracing.partial import STRIPPINGS, only_changed, strip
-from tracing.validate import validate_traces
+from tracing.mutation.partial import STRIPPINGS, only_changed, strip
+from tracing.validation.validator import validate_traces
 
 SEEDS = range(1, 4)
 

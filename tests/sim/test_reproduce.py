@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from faults.plan import FaultPlan
-from sim.cli import main
-from sim.options import SimOptions
-from sim.runner import run_seed
-from sim.shrinking import shrink_failure
+from sim.campaign.shrinking import shrink_failure
+from sim.cli.main import main
+from sim.kernel.options import SimOptions
+from sim.run.runner import run_seed
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from protocols.errors import ConfigError
-from sim.results import (
+from sim.campaign.results import (
     APPLICATION_ID,
     SCHEMA_VERSION,
     ResultsDB,

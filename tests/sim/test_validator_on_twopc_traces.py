@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from protocols.errors import TraceFormatError
-from sim.runner import run_seed
-from tracing.validate import validate_trace
+from sim.run.runner import run_seed
+from tracing.validation.validator import validate_trace
 
 SEED = 85  # 109 steps: a TM crash, a lost message, every twopc action kind
 

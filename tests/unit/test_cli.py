@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from protocols.twopc.bugs import BUGS
 from sim import exitcodes
-from sim.cli import main
+from sim.cli.main import main
 
 
 def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -165,7 +165,7 @@ def test_bad_fault_plan_exits_with_usage_code(tmp_path: Path, plan: str) -> None
 
 
 def test_plan_file_replays_the_swarm_plan_of_a_seed(tmp_path: Path) -> None:
-    from sim.runner import run_seed
+    from sim.run.runner import run_seed
 
     swarm = run_seed("twopc", 41, bug="commit-before-durable", trace_path=tmp_path / "a.ndjson")
     (tmp_path / "plan.json").write_text(swarm.result.plan.to_json())

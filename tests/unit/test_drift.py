@@ -1,7 +1,7 @@
 """Drift checks (issue 6): schema drift between each spec and its protocol's code,
 and spec drift of the code each spec models since its record.
 
-The repository's specs are parsed by SANY once per process (tracing.sany
+The repository's specs are parsed by SANY once per process (tracing.tla.sany
 caches by content), so the copies under tmp_path that leave a spec as it
 is cost no JVM start; each test that edits a spec costs one.
 """
@@ -22,10 +22,17 @@ from protocols import PROTOCOLS
 from protocols.definition import ProtocolDefinition
 from protocols.errors import SpecError
 from sim import exitcodes
-from sim.cli_drift import drift
-from sim.drift import declaration_problems, scan_actions, schema_problems
-from sim.modelled import ROOT, check_record, hash_item, read_record, record_path, update_record
-from sim.runner import run_seed
+from sim.cli.drift import drift
+from sim.drift.check import declaration_problems, scan_actions, schema_problems
+from sim.drift.modelled import (
+    ROOT,
+    check_record,
+    hash_item,
+    read_record,
+    record_path,
+    update_record,
+)
+from sim.run.runner import run_seed
 
 TWOPC = PROTOCOLS["twopc"]
 TM_CLASS = "protocols/twopc/tm.py:TransactionManager"

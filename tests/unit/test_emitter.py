@@ -1,4 +1,4 @@
-"""tracing.emitter: deterministic trace bytes from a structlog chain of our own."""
+"""tracing.emit.emitter: deterministic trace bytes from a structlog chain of our own."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import structlog
 
 from protocols.errors import ConfigError, InternalError, TraceFormatError
 from tracing.codec import read_trace
-from tracing.emitter import TraceEmitter
+from tracing.emit.emitter import TraceEmitter
 from tracing.values import Record, freeze
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""tracing.foreign and tracing.log_mapping: another system's log, read through a mapping
+"""tracing.interchange.foreign and log_mapping: another system's log, read through a mapping
 file, validated by TLC."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocols.errors import ConfigError, TraceFormatError
-from tracing.foreign import decode_plain, load_foreign_trace, read_foreign_log
-from tracing.log_mapping import read_mapping
-from tracing.tla_types import ANY, Shape
-from tracing.validate import validate_trace
+from tracing.interchange.foreign import decode_plain, load_foreign_trace, read_foreign_log
+from tracing.interchange.log_mapping import read_mapping
+from tracing.tla.type_expr import ANY, Shape
+from tracing.validation.validator import validate_trace
 from tracing.values import FnMap, Record, canonical_json, to_json
 
 FOREIGN = Path(__file__).resolve().parents[2] / "docs" / "examples" / "foreign"

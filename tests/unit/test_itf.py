@@ -1,4 +1,4 @@
-"""tracing.itf: tlasim traces as the Informal Trace Format, and back, exactly."""
+"""tracing.interchange.itf: tlasim traces as the Informal Trace Format, and back, exactly."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 from protocols.errors import TraceFormatError
 from sim import exitcodes
-from sim.cli_interchange import export
-from sim.runner import run_seed
+from sim.cli.interchange import export
+from sim.run.runner import run_seed
 from tracing.codec import Trace, read_trace
-from tracing.foreign import load_foreign_trace
-from tracing.itf import (
+from tracing.interchange.foreign import load_foreign_trace
+from tracing.interchange.itf import (
     itf_to_tagged,
     itf_to_trace,
     read_itf,
@@ -27,7 +27,7 @@ from tracing.itf import (
     value_to_itf,
     write_itf,
 )
-from tracing.tla_types import ANY, Shape
+from tracing.tla.type_expr import ANY, Shape
 from tracing.values import FnMap, Record, canonical_json, from_json
 
 FOREIGN = Path(__file__).resolve().parents[2] / "docs" / "examples" / "foreign"

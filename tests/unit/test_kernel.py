@@ -11,11 +11,11 @@ import pytest
 from faults.plan import Crash, FaultPlan, Partition, Window
 from protocols import get_protocol
 from protocols.errors import ConfigError
-from sim.disk import Disk
-from sim.kernel import Simulation
-from sim.options import NetworkOptions, SimOptions
-from sim.rng import split
-from tracing.emitter import TraceEmitter
+from sim.kernel.disk import Disk
+from sim.kernel.options import NetworkOptions, SimOptions
+from sim.kernel.rng import split
+from sim.kernel.simulation import Simulation
+from tracing.emit.emitter import TraceEmitter
 from tracing.values import from_json
 
 TWOPC = get_protocol("twopc")

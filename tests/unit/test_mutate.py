@@ -1,4 +1,5 @@
-"""Each mutation of tracing.mutate does what its name says, on a real trace, deterministically."""
+"""Each mutation of tracing.mutation.mutate does what its name says, on a real trace,
+deterministically."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from sim.runner import run_seed
+from sim.run.runner import run_seed
 from tracing.codec import Trace, TraceStep, read_trace, write_trace
-from tracing.mutate import MUTATIONS, Mutant, mutate, renumbered
-from tracing.validate import validate_traces
+from tracing.mutation.mutate import MUTATIONS, Mutant, mutate, renumbered
+from tracing.validation.validator import validate_traces
 from tracing.values import Record
 
 # Seed 85 has crashes, loss and duplication under swarm faults.

@@ -1,4 +1,4 @@
-"""tracing.sany: a spec's shape from SANY's XML export, and how it differs from an emitter.
+"""tracing.tla.sany: a spec's shape from SANY's XML export, and how it differs from an emitter.
 
 Each SANY run starts a JVM (about a second), so the toy specs here pack
 several cases into one module each, and the repository's specs are parsed
@@ -14,8 +14,8 @@ import pytest
 
 from protocols import PROTOCOLS
 from protocols.errors import SpecError, ToolNotFound
-from tracing.sany import SpecShape, export_xml, schema_drift, spec_shape
-from tracing.speccheck import find_spec
+from tracing.tla.sany import SpecShape, export_xml, schema_drift, spec_shape
+from tracing.tla.speccheck import find_spec
 
 _BASE = """---- MODULE Base ----
 VARIABLE b

@@ -1,4 +1,4 @@
-"""tracing.speccheck: the manifest of expected TLC outcomes, and spec lookup."""
+"""tracing.tla.speccheck: the manifest of expected TLC outcomes, and spec lookup."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from protocols.errors import SpecError
-from tracing.speccheck import check_specs, find_spec, load_trace_spec, read_manifest
+from tracing.tla.speccheck import check_specs, find_spec, load_trace_spec, read_manifest
 
 _TOY = """---- MODULE Toy ----
 EXTENDS Naturals

@@ -1,4 +1,4 @@
-"""tracing.tla_literal: values written as TLA+ literals, checked by TLC."""
+"""tracing.tla.literal: values written as TLA+ literals, checked by TLC."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from protocols.errors import TraceFormatError
-from tracing.tla_literal import to_tla
+from tracing.tla.literal import to_tla
 from tracing.values import FnMap, Record, canonical_json, freeze
 
 

@@ -1,4 +1,4 @@
-"""tracing.tla_parse: values and states as TLC prints them."""
+"""tracing.tla.parse: values and states as TLC prints them."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocols.errors import TLCError
-from tracing.tla_literal import to_tla
-from tracing.tla_parse import ModelValue, normalize, parse_state, parse_value
-from tracing.tlc import parse_dump, run_tlc
+from tracing.tla.literal import to_tla
+from tracing.tla.parse import ModelValue, normalize, parse_state, parse_value
+from tracing.tla.tlc import parse_dump, run_tlc
 from tracing.values import FnMap, Record, canonical_json
 
 

@@ -1,11 +1,11 @@
-"""tracing.tla_source: the declarations the validator reads from a module's source."""
+"""tracing.tla.source: the declarations the validator reads from a module's source."""
 
 from __future__ import annotations
 
 import pytest
 
 from protocols.errors import SpecError
-from tracing.tla_source import read_module, read_string_set
+from tracing.tla.source import read_module, read_string_set
 
 _MODULE = r"""
 Text before the module is not part of it: VARIABLES nope
@@ -60,7 +60,7 @@ def test_unknown_escape_in_trace_action_names_is_a_spec_error() -> None:
     import pytest
 
     from protocols.errors import SpecError
-    from tracing.tla_source import read_string_set
+    from tracing.tla.source import read_string_set
 
     with pytest.raises(SpecError, match="unknown escape"):
         read_string_set(

@@ -1,11 +1,11 @@
-"""tracing.tla_types: TLA+ type expressions, read for what decides a value's JSON form."""
+"""tracing.tla.type_expr: TLA+ type expressions, read for what decides a value's JSON form."""
 
 from __future__ import annotations
 
 import pytest
 
 from protocols.errors import ConfigError
-from tracing.tla_types import ANY, Shape, parse_type, type_hint
+from tracing.tla.type_expr import ANY, Shape, parse_type, type_hint
 
 
 def test_parse_type_keeps_what_decides_a_values_json_form() -> None:

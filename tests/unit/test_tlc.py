@@ -1,4 +1,4 @@
-"""tracing.tlc: finding Java and TLC, reading -tool output, running TLC."""
+"""tracing.tla.tlc: finding Java and TLC, reading -tool output, running TLC."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from protocols.errors import TLCError, ToolNotFound
-from tracing.tlc import (
+from tracing.tla.tlc import (
     EC,
     find_java,
     find_tla2tools,

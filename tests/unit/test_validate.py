@@ -1,4 +1,4 @@
-"""tracing.validate on a toy spec: which traces it accepts, and where and why it
+"""tracing.validation.validator on a toy spec: which traces it accepts, and where and why it
 rejects the others."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from protocols.errors import SpecError, ToolNotFound, TraceFormatError
 from tracing.codec import Trace, TraceStep
-from tracing.validate import validate_trace, validate_traces
+from tracing.validation.validator import validate_trace, validate_traces
 from tracing.values import FnMap, Record, freeze, to_json
 
 # A counter that logs who incremented it, and a name per owner that any

@@ -1,0 +1,1 @@
+"""Many runs: seed sweeps, hypothesis search, shrinking, executors and the results database."""

@@ -1,0 +1,302 @@
+"""A sweep of many seeds, run in batches, each run checked, validated and recorded.
+
+A task is always a batch of seeds, never one seed, so process start-up, task
+scheduling and pickling are paid per batch rather than per seed. Batches run
+in this process (one worker), on a local process pool, or on Dask
+(sim/campaign/executors.py). With a results database (sim/campaign/results.py), this process
+records each batch as it arrives, in one transaction, and a resumed campaign
+runs only the seeds that no transaction recorded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from faults.plan import FaultPlan
+from protocols import get_protocol
+from protocols.errors import ConfigError
+from sim.campaign.executors import make_executor
+from sim.campaign.results import ResultsDB, SeedOutcome
+from sim.drift.revision import source_revision
+from sim.kernel.options import NetworkOptions, SimOptions
+from sim.kernel.simulation import OUTCOME_OK, RunResult
+from sim.run.runner import run_seed
+
+__all__ = [
+    "VALIDATE_MODES",
+    "SeedOutcome",
+    "batches",
+    "options_json",
+    "parse_seed_range",
+    "run_batch",
+    "run_campaign",
+]
+
+VALIDATE_MODES = ("all", "failures", "none")
+
+
+def parse_seed_range(text: str) -> range:
+    """`A:B` is seeds A up to but not including B; `N` alone is one seed."""
+    try:
+        if ":" in text:
+            start_text, end_text = text.split(":", 1)
+            start, end = int(start_text), int(end_text)
+        else:
+            start = int(text)
+            end = start + 1
+    except ValueError:
+        raise ConfigError(f"--seeds {text!r}: expected A:B (integers, B > A) or one seed") from None
+    if start < 0 or end <= start:
+        raise ConfigError(f"--seeds {text!r}: expected 0 <= A < B")
+    return range(start, end)
+
+
+def run_batch(
+    protocol: str,
+    seeds: Sequence[int],
+    bug: str | None,
+    validate: str,
+    trace_dir: str | None,
+    options: SimOptions | None = None,
+    protocol_overrides: Mapping[str, Any] | None = None,
+) -> list[SeedOutcome]:
+    """Run and validate a batch of seeds; this is the unit of work a worker takes."""
+    # TLC reads traces from files; a trace kept only for a failure stays in
+    # memory until the run is known to have failed.
+    write_traces = validate != "none"
+    keep_in_memory = not write_traces and trace_dir is not None
+    suffix = (options or SimOptions()).trace_format
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="tlasim-batch-") as scratch:
+        for seed in seeds:
+            # The bug is in the name so campaigns sharing a trace directory
+            # never overwrite each other's traces.
+            path = Path(scratch) / f"{protocol}-{bug or 'correct'}-{seed}.{suffix}"
+            run = run_seed(
+                protocol, seed, bug=bug, options=options,
+                protocol_overrides=dict(protocol_overrides or {}),
+                trace_path=path if write_traces else None,
+                keep_trace=keep_in_memory,
+            )
+            runs.append((seed, path, run))
+        verdicts = _validate_batch(validate, runs)
+        outcomes = []
+        for seed, path, run in runs:
+            result = run.result
+            failed = result.outcome != OUTCOME_OK
+            validation, rejection, tlc_seconds = "skipped", None, 0.0
+            verdict = verdicts.get(seed)
+            if verdict is not None:
+                tlc_seconds = verdict.tlc_seconds
+                validation = "accepted" if verdict.accepted else "rejected"
+                if not verdict.accepted:
+                    rejection = verdict.summary()
+            kept = None
+            if trace_dir is not None and (failed or validation == "rejected"):
+                target = (Path(trace_dir) / path.name).resolve()
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if run.trace is not None:
+                    target.write_bytes(run.trace)
+                else:
+                    # move, not os.replace: the scratch directory is often on
+                    # another filesystem (a tmpfs /tmp), where a rename fails.
+                    shutil.move(path, target)
+                kept = str(target)
+            outcomes.append(
+                SeedOutcome(
+                    seed=seed,
+                    outcome=result.outcome,
+                    failure=result.failure,
+                    steps=result.stats.steps,
+                    last_tick=result.stats.last_tick,
+                    crashes=result.stats.crashes,
+                    messages_lost=result.stats.messages_lost,
+                    messages_duplicated=result.stats.messages_duplicated,
+                    plan_json=_plan_json(result),
+                    validation=validation,
+                    rejection=rejection,
+                    tlc_seconds=tlc_seconds,
+                    trace_path=kept,
+                )
+            )
+    return outcomes
+
+
+def _validate_batch(validate: str, runs: list[tuple[int, Path, Any]]) -> dict[int, Any]:
+    """The verdicts of the traces `validate` asks for, by seed: one TLC run
+    for the whole batch. A rejection's summary names its line and action;
+    `tlasim repro` explains it in full, so no explain job runs here."""
+    wanted = [
+        (seed, path)
+        for seed, path, run in runs
+        if validate == "all" or (validate == "failures" and run.result.outcome != OUTCOME_OK)
+    ]
+    if not wanted:
+        return {}
+    # Imported here so a worker that never validates never loads the validator.
+    from tracing.validation.validator import validate_traces
+
+    verdicts = validate_traces([path for _, path in wanted], explain=False)
+    return {seed: verdict for (seed, _), verdict in zip(wanted, verdicts, strict=True)}
+
+
+def _plan_json(result: RunResult) -> str:
+    """The fault plan a run carried out, as compact JSON (FaultPlan.from_dict reads it)."""
+    return json.dumps(result.plan.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
+def options_json(
+    options: SimOptions | None,
+    protocol_overrides: Mapping[str, Any] | None = None,
+    source_revision: str | None = None,
+) -> str:
+    """The run options as canonical JSON: part of a campaign's identity in the database.
+
+    An explicit fault plan is stored as FaultPlan.to_dict() gives it, so that
+    the options of a recorded campaign can be read back into a plan. The
+    protocol's option overrides and the modelled code's revision are part of
+    the identity too: resuming after the code changed starts a new campaign
+    rather than mixing results of two versions.
+    """
+    chosen = options or SimOptions()
+    data = dataclasses.asdict(chosen)
+    data["faults"] = None if chosen.faults is None else chosen.faults.to_dict()
+    data["protocol_options"] = dict(protocol_overrides or {})
+    if source_revision is not None:
+        data["source_revision"] = source_revision
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def campaign_options_json(
+    protocol: str, options: SimOptions | None, protocol_overrides: Mapping[str, Any] | None
+) -> str:
+    """`options_json` with the protocol's current source revision: a campaign's key."""
+    files = tuple(get_protocol(protocol).source_files)
+    return options_json(options, protocol_overrides, source_revision(files))
+
+
+def _check_writable_dir(path: Path) -> None:
+    """Fail before any seed runs, not in a worker after a batch has run."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--trace-dir {path}: cannot create it: {exc.strerror}") from None
+    if not os.access(path, os.W_OK):
+        raise ConfigError(f"--trace-dir {path}: not writable")
+
+
+def stored_run_options(text: str) -> tuple[SimOptions, dict[str, Any]]:
+    """The inverse of `options_json`: a recorded campaign's options and overrides."""
+    try:
+        data = json.loads(text)
+        data.pop("source_revision", None)
+        overrides = dict(data.pop("protocol_options", {}))
+        plan = data.pop("faults")
+        network = NetworkOptions(**data.pop("network"))
+        options = SimOptions(
+            network=network,
+            faults=None if plan is None else FaultPlan.from_dict(plan),
+            **data,
+        )
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ConfigError(f"the stored campaign options cannot be read: {exc}") from None
+    return options, overrides
+
+
+def batches(seeds: Sequence[int], batch_size: int) -> Iterator[list[int]]:
+    for start in range(0, len(seeds), batch_size):
+        yield list(seeds[start : start + batch_size])
+
+
+def run_campaign(
+    protocol: str,
+    seeds: range,
+    *,
+    bug: str | None = None,
+    validate: str = "failures",
+    workers: int = 1,
+    trace_dir: str | None = None,
+    batch_size: int | None = None,
+    options: SimOptions | None = None,
+    protocol_overrides: Mapping[str, Any] | None = None,
+    db: ResultsDB | str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    dask: str | bool | None = None,
+    on_batch: Callable[[list[SeedOutcome]], None] | None = None,
+    on_resume: Callable[[list[SeedOutcome]], None] | None = None,
+) -> list[SeedOutcome]:
+    """Run every seed of `seeds` not yet recorded; return all of them, in seed order.
+
+    `db` records each batch as it finishes. `resume` continues the campaign
+    with the same key (protocol, bug, seed range, options) in `db`; without
+    it, such a campaign is an error, so a sweep is never run twice into one
+    database by accident. `on_resume` hears once of the seeds recorded
+    before, `on_batch` of each new batch after it is recorded.
+
+    `dask` runs batches on the Dask scheduler at that address, or on a new
+    LocalCluster of `workers` processes when True; otherwise `workers`
+    processes run them (one: this process).
+    """
+    if validate not in VALIDATE_MODES:
+        raise ConfigError(f"--validate {validate!r}: expected one of {', '.join(VALIDATE_MODES)}")
+    if workers < 1:
+        raise ConfigError(f"--workers {workers}: must be at least 1")
+    if batch_size is not None and batch_size < 1:
+        raise ConfigError(f"batch size {batch_size}: must be at least 1")
+    if isinstance(dask, str) and not dask.strip():
+        raise ConfigError("--dask: the scheduler address is empty; give tcp://host:port")
+    if resume and db is None:
+        raise ConfigError("--resume needs --db: the database of the campaign to resume")
+    if trace_dir is not None:
+        _check_writable_dir(Path(trace_dir))
+    with _opened(db) as store:
+        campaign_id = None
+        outcomes: list[SeedOutcome] = []
+        if store is not None:
+            campaign_id = store.open_campaign(
+                protocol, bug, seeds,
+                campaign_options_json(protocol, options, protocol_overrides),
+                validate, resume=resume,
+            ).id
+            outcomes = store.outcomes(campaign_id)
+            if outcomes and on_resume is not None:
+                on_resume(list(outcomes))
+        finished = {o.seed for o in outcomes}
+        todo = [seed for seed in seeds if seed not in finished]
+        if not todo:
+            # Nothing left: do not start a pool or a cluster just to stop it.
+            return outcomes
+        size = batch_size or max(1, min(10, len(todo) // (workers * 4) or 1))
+        work = partial(
+            run_batch, protocol, bug=bug, validate=validate, trace_dir=trace_dir, options=options,
+            protocol_overrides=protocol_overrides,
+        )
+        with make_executor(workers, dask) as executor:
+            for batch in executor.map_unordered(work, batches(todo, size)):
+                # Recorded before anyone hears of it, so what was reported is on disk.
+                if store is not None and campaign_id is not None:
+                    store.record(campaign_id, batch)
+                outcomes.extend(batch)
+                if on_batch is not None:
+                    on_batch(batch)
+    outcomes.sort(key=lambda o: o.seed)
+    return outcomes
+
+
+@contextmanager
+def _opened(db: ResultsDB | str | os.PathLike[str] | None) -> Iterator[ResultsDB | None]:
+    """`db` as a ResultsDB; closed afterwards only if it was opened here."""
+    if db is None or isinstance(db, ResultsDB):
+        yield db
+        return
+    with ResultsDB(db) as store:
+        yield store

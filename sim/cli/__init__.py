@@ -1,0 +1,1 @@
+"""The `tlasim` command line: one module per family of commands."""

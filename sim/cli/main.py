@@ -1,0 +1,177 @@
+"""The `tlasim` command line: one run, the bug zoo, trace validation, spec checks.
+
+The campaign family (campaign, repro, search, shrink) lives in
+sim/cli/campaign.py; what all commands share lives in sim/cli/support.py.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from protocols import get_protocol
+from sim import exitcodes
+from sim.cli.campaign import campaign, repro, search, shrink
+from sim.cli.corpus import corpus
+from sim.cli.drift import drift
+from sim.cli.interchange import export
+from sim.cli.support import (
+    check_bug,
+    exit_code_help,
+    fault_plan,
+    guarded,
+    out,
+    parse_assignments,
+    print_options,
+    protocol_argument,
+)
+from sim.cli.validate import validate
+from sim.kernel.options import SimOptions
+from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
+from sim.run.report import reproduce_command
+from sim.run.runner import TOOL_VERSION, run_seed
+from tracing.codec import TraceFormat
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(TOOL_VERSION, prog_name="tlasim")
+def main() -> None:
+    """Simulate distributed protocols under faults; check every trace with TLC."""
+
+
+@main.command(epilog=exit_code_help())
+@protocol_argument
+@click.option("--seed", type=click.IntRange(min=0), required=True,
+              help="The seed; the same seed gives the same run.")
+@click.option("--bug", default=None, help="Switch on a named bug variant (see `tlasim bugs`).")
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--trace-format", type=click.Choice(["ndjson", "msgpack"]), default="ndjson")
+@click.option("--validate", is_flag=True, help="Check the trace with TLC after the run.")
+@click.option("--faults", "fault_mode", type=click.Choice(["swarm", "none"]), default="swarm",
+              help="swarm: the seed draws a fault plan (default); none: a fault-free run.")
+@click.option("--plan", "plan_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Run this fault plan (JSON) instead of the seed's swarm plan.")
+@click.option("--set", "protocol_overrides", multiple=True, metavar="KEY=VALUE",
+              help="Set a protocol option, e.g. rm_count=4.")
+@click.option("--liveness-bound", "liveness_bound", type=int, default=600, show_default=True,
+              help="Ticks the protocol has to finish after every fault healed.")
+@guarded
+def run(
+    protocol: str,
+    seed: int,
+    bug: str | None,
+    trace_path: Path | None,
+    trace_format: TraceFormat,
+    validate: bool,
+    fault_mode: str,
+    plan_path: Path | None,
+    protocol_overrides: tuple[str, ...],
+    liveness_bound: int,
+) -> None:
+    """Run one seed of PROTOCOL and report the result."""
+    definition = get_protocol(protocol)
+    check_bug(protocol, bug)
+    options = SimOptions(
+        faults=fault_plan(fault_mode, plan_path),
+        trace_format=trace_format,
+        liveness_bound_ticks=liveness_bound,
+    )
+    scratch = None
+    if validate and trace_path is None:
+        scratch = tempfile.TemporaryDirectory(prefix="tlasim-run-")
+        trace_path = Path(scratch.name) / f"{protocol}-{seed}.{trace_format}"
+    seed_run = run_seed(
+        definition,
+        seed,
+        bug=bug,
+        protocol_overrides=parse_assignments(protocol_overrides, "--set"),
+        options=options,
+        trace_path=trace_path,
+        on_start=print_options,
+    )
+    result = seed_run.result
+    stats = result.stats
+    out.print(
+        f"result={result.outcome} steps={stats.steps} last_tick={stats.last_tick} "
+        f"crashes={stats.crashes} sent={stats.messages_sent} lost={stats.messages_lost} "
+        f"duplicated={stats.messages_duplicated}",
+        markup=False,
+    )
+    if result.failure:
+        where = f" (trace step {result.failing_step})" if result.failing_step is not None else ""
+        out.print(f"failure: {result.failure}{where}", markup=False)
+    if trace_path is not None and scratch is None:
+        out.print(f"trace={trace_path}", markup=False)
+    code = {
+        OUTCOME_OK: exitcodes.OK,
+        OUTCOME_SAFETY: exitcodes.SAFETY,
+        OUTCOME_LIVENESS: exitcodes.LIVENESS,
+    }[result.outcome]
+    if validate and trace_path is not None:
+        from tracing.validation.validator import validate_trace
+
+        verdict = validate_trace(trace_path)
+        out.print(verdict.report(), markup=False)
+        if not verdict.accepted and code == exitcodes.OK:
+            code = exitcodes.TRACE_REJECTED
+    if scratch is not None:
+        scratch.cleanup()
+    extra: list[str] = []
+    if plan_path is None and fault_mode != "swarm":
+        extra += ["--faults", fault_mode]
+    if liveness_bound != SimOptions().liveness_bound_ticks:
+        extra += ["--liveness-bound", str(liveness_bound)]
+    command = reproduce_command(protocol, seed, bug, plan_path, protocol_overrides, extra)
+    out.print(f"reproduce: {command}", markup=False)
+    if code != exitcodes.OK:
+        sys.exit(code)
+
+
+@main.command()
+@protocol_argument
+@guarded
+def bugs(protocol: str) -> None:
+    """List PROTOCOL's bug variants: name first, then what it breaks."""
+    for variant in get_protocol(protocol).bugs.values():
+        out.print(f"{variant.name}  breaks {variant.breaks}: {variant.description}", markup=False)
+
+
+@main.command("check-specs", epilog=exit_code_help())
+@click.option("--name", "names", multiple=True, help="Only the manifest checks with these names.")
+@click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="TLC processes at once (each with one worker).",
+)
+@guarded
+def check_specs(names: tuple[str, ...], manifest: Path | None, jobs: int) -> None:
+    """Run TLC on every config in specs/manifest.json and compare with the expected result."""
+    from tracing.tla.speccheck import check_specs as run_checks
+
+    table = Table(title="TLC spec checks")
+    for column in ("check", "expected", "actual", "distinct states", "seconds", "verdict"):
+        table.add_column(column)
+    results = run_checks(manifest, names=list(names) or None, jobs=jobs)
+    for r in results:
+        table.add_row(
+            r.name,
+            r.expected,
+            r.actual,
+            str(r.distinct_states if r.distinct_states is not None else "-"),
+            f"{r.seconds:.1f}",
+            "pass" if r.passed else "FAIL",
+        )
+    out.print(table)
+    if not all(r.passed for r in results):
+        sys.exit(exitcodes.SPEC_MISMATCH)
+
+
+for command in (campaign, repro, search, shrink, validate, export, corpus, drift):
+    main.add_command(command)

@@ -1,0 +1,179 @@
+"""What every `tlasim` command shares: consoles, error mapping, option parsing.
+
+Every command turns bad input into a one-line error and a distinct exit code
+(sim/exitcodes.py), never a traceback; only an InternalError prints one,
+because that is a bug in tlasim.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+from rich.console import Console
+
+from faults.plan import NO_FAULTS_PLAN, FaultPlan
+from protocols import PROTOCOLS, get_protocol
+from protocols.errors import (
+    ConfigError,
+    InternalError,
+    SpecError,
+    TlasimError,
+    TLCError,
+    ToolNotFound,
+    TraceFormatError,
+)
+from sim import exitcodes
+from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_SAFETY
+from tracing.codec import HEADER_EVENT, read_trace, thaw
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Rich assumes 80 columns when output is not a terminal; tables piped to a
+# file or a CI log read better wider.
+_PIPED_WIDTH = 120
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else _PIPED_WIDTH)
+err = Console(
+    stderr=True, highlight=False, soft_wrap=True,
+    width=None if sys.stderr.isatty() else _PIPED_WIDTH,
+)
+
+
+def fail(code: int, message: str) -> NoReturn:
+    err.print(f"tlasim: error: {message}", markup=False)
+    sys.exit(code)
+
+
+def guarded(fn: F) -> F:
+    """Map every tlasim error to its exit code and a one-line message."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ToolNotFound as exc:
+            fail(exitcodes.TOOL_MISSING, str(exc))
+        except (ConfigError, TraceFormatError, SpecError) as exc:
+            fail(exitcodes.USAGE, str(exc))
+        except TLCError as exc:
+            fail(exitcodes.INTERNAL, f"TLC failed: {exc}")
+        except TlasimError as exc:
+            if not isinstance(exc, InternalError):
+                fail(exitcodes.USAGE, str(exc))
+            internal_error()
+        except OSError as exc:
+            # A path the user gave cannot be read or written.
+            where = f" {exc.filename}" if exc.filename else ""
+            fail(exitcodes.USAGE, f"cannot use{where}: {exc.strerror or exc}")
+        except UnicodeError as exc:
+            fail(exitcodes.USAGE, f"a file is not UTF-8 text: {exc}")
+        except KeyboardInterrupt:
+            err.print("tlasim: interrupted")
+            sys.exit(exitcodes.INTERRUPTED)
+        except Exception:
+            internal_error()
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper  # type: ignore[return-value]
+
+
+def internal_error() -> NoReturn:
+    err.print("tlasim: internal error (a bug in tlasim, please report it):")
+    err.print(traceback.format_exc(), markup=False)
+    sys.exit(exitcodes.INTERNAL)
+
+
+def parse_assignments(pairs: Sequence[str], what: str) -> dict[str, Any]:
+    """`key=value` pairs; values are ints, floats or strings."""
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"{what} {pair!r}: expected key=value")
+        value: Any = text
+        for convert in (int, float):
+            try:
+                value = convert(text)
+                break
+            except ValueError:
+                continue
+        values[key.replace("-", "_")] = value
+    return values
+
+
+def fault_plan(mode: str, plan_path: Path | None) -> FaultPlan | None:
+    """None means swarm: the seed draws the plan."""
+    if plan_path is not None:
+        try:
+            data = plan_path.read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"--plan {plan_path}: cannot read it: {exc.strerror}") from None
+        if _is_trace(data):
+            return _plan_of_trace(plan_path)
+        return FaultPlan.from_json(data.decode("utf-8", errors="replace"), where=str(plan_path))
+    return None if mode == "swarm" else NO_FAULTS_PLAN
+
+
+def _is_trace(data: bytes) -> bool:
+    """Whether a --plan file is a trace (whose header holds the plan) rather than a plan."""
+    first = data.lstrip()[:1]
+    if first and first != b"{":
+        return True  # msgpack: a plan file is always JSON
+    line = data.split(b"\n", 1)[0]
+    try:
+        parsed = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(parsed, dict) and parsed.get("event") == HEADER_EVENT
+
+
+def _plan_of_trace(path: Path) -> FaultPlan:
+    trace = read_trace(path)
+    options = trace.header.get("options") if trace.header else None
+    faults = options.get("faults") if isinstance(options, Mapping) else None
+    if not isinstance(faults, Mapping):
+        raise ConfigError(f"--plan {path}: the trace's header holds no fault plan")
+    return FaultPlan.from_dict(thaw(faults))
+
+
+def print_options(options: dict[str, Any]) -> None:
+    """Print `seed=` first, then every option, one per line, as VOPR does."""
+    out.print(f"seed={options['seed']}", markup=False)
+    for key, value in options.items():
+        if key == "seed":
+            continue
+        if key == "faults":
+            for line in FaultPlan.from_dict(value).describe().splitlines():
+                out.print(f"fault: {line}", markup=False)
+            continue
+        if isinstance(value, dict):
+            for sub, subvalue in value.items():
+                out.print(f"{key}.{sub}={subvalue}", markup=False)
+        else:
+            out.print(f"{key}={value}", markup=False)
+
+
+def exit_code_help() -> str:
+    return "\b\nExit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code, text in exitcodes.TABLE)
+
+
+protocol_argument = click.argument("protocol", type=click.Choice(sorted(PROTOCOLS)))
+
+
+def check_bug(protocol: str, bug: str | None) -> None:
+    definition = get_protocol(protocol)
+    if bug is not None and bug not in definition.bugs:
+        raise ConfigError(f"unknown {protocol} bug {bug!r}; known: {', '.join(definition.bugs)}")
+
+
+def exit_for(outcome: str) -> None:
+    """Exit with the code of a failed run's outcome; return for a passing one."""
+    if outcome == OUTCOME_SAFETY:
+        sys.exit(exitcodes.SAFETY)
+    if outcome == OUTCOME_LIVENESS:
+        sys.exit(exitcodes.LIVENESS)

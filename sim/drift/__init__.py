@@ -1,0 +1,1 @@
+"""Drift checks between specs and the code they model."""

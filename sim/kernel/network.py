@@ -1,0 +1,91 @@
+"""The simulated network: latency, no FIFO, and fault hooks.
+
+Every message is msgpack-encoded when sent and decoded when delivered, so no
+two nodes ever share a Python object. Latency comes from the network stream;
+duplication, extra delay and loss come from the fault injector. The network
+keeps a count of each message in flight, which is the spec's `msgs` bag.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+
+from sim.kernel.injector import FaultInjector
+from sim.kernel.options import NetworkOptions
+
+
+@dataclass(slots=True)
+class InFlight:
+    src: str
+    dst: str
+    payload: bytes
+    record: Hashable  # the message's spec record: its key in the spec's `msgs` bag
+
+
+class Network:
+    def __init__(
+        self,
+        options: NetworkOptions,
+        rng: random.Random,
+        injector: FaultInjector,
+        schedule: Callable[[int, Callable[[], None]], None],
+        encode: Callable[[Any], Any],
+        spec_record: Callable[[Any], Hashable],
+    ) -> None:
+        self.options = options
+        self.rng = rng
+        self.injector = injector
+        self._schedule = schedule
+        self._encode = encode
+        self._spec_record = spec_record
+        # The spec's `msgs` bag, kept up to date as copies enter and leave.
+        self.in_flight: Counter[Hashable] = Counter()
+        self.sent = 0
+        self.delivered = 0
+        self.lost = 0
+        self.duplicated = 0
+
+    def _latency(self, now: int, entry: InFlight) -> int:
+        base = self.rng.randint(self.options.latency_ticks_min, self.options.latency_ticks_max)
+        return base + self.injector.extra_delay_on_send(now, entry.src, entry.dst)
+
+    def send(
+        self, now: int, src: str, dst: str, msg: Any, arrive: Callable[[InFlight], None]
+    ) -> InFlight | None:
+        """Put one copy in flight; return a second copy if the fault plan duplicates it.
+
+        The duplicate is not in flight yet: the caller adds it with `add_copy`
+        in its own trace step, after the step that sent the original.
+        """
+        payload = msgpack.packb(self._encode(msg), use_bin_type=True)
+        entry = InFlight(src, dst, payload, self._spec_record(msg))
+        self.sent += 1
+        self._put(now, entry, arrive)
+        if self.injector.duplicate_on_send(now, src, dst):
+            return InFlight(src, dst, payload, entry.record)
+        return None
+
+    def add_copy(self, now: int, entry: InFlight, arrive: Callable[[InFlight], None]) -> None:
+        self.duplicated += 1
+        self._put(now, entry, arrive)
+
+    def _put(self, now: int, entry: InFlight, arrive: Callable[[InFlight], None]) -> None:
+        self.in_flight[entry.record] += 1
+        self._schedule(self._latency(now, entry), lambda: arrive(entry))
+
+    def remove(self, entry: InFlight) -> None:
+        count = self.in_flight[entry.record] - 1
+        if count:
+            self.in_flight[entry.record] = count
+        else:
+            del self.in_flight[entry.record]
+
+    @staticmethod
+    def decode(entry: InFlight) -> Any:
+        return msgpack.unpackb(entry.payload, raw=False)

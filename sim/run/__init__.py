@@ -1,0 +1,1 @@
+"""One run of one seed: its trace, its verdict and its failure report."""

@@ -1,0 +1,144 @@
+"""One run of one seed, with its trace: the API the CLI, campaigns and tests share."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from protocols import get_protocol
+from protocols.definition import ProtocolDefinition
+from sim.drift.revision import source_revision
+from sim.kernel.options import SimOptions
+from sim.kernel.simulation import RunResult, Simulation
+from sim.run.report import reproduce_command
+from tracing.emit.emitter import TraceEmitter
+from tracing.validation.report import TRACE_PLACEHOLDER
+
+TOOL_VERSION = "0.1.0"
+
+
+@dataclass(slots=True)
+class SeedRun:
+    result: RunResult
+    options: dict[str, Any]  # every option of the run, as printed and in the header
+    trace: bytes | None  # the whole trace, when it was kept in memory
+    trace_path: Path | None  # where the trace was written, when it was
+
+
+def build_simulation(
+    protocol: ProtocolDefinition | str,
+    seed: int,
+    *,
+    bug: str | None = None,
+    protocol_overrides: dict[str, Any] | None = None,
+    options: SimOptions | None = None,
+    emitter: TraceEmitter | None = None,
+) -> Simulation:
+    definition = get_protocol(protocol) if isinstance(protocol, str) else protocol
+    protocol_options = definition.make_options(protocol_overrides or {})
+    return Simulation(
+        definition,
+        seed,
+        protocol_options=protocol_options,
+        options=options,
+        bug=bug,
+        emitter=emitter,
+    )
+
+
+def regenerate_command(sim: Simulation, trace_format: str) -> str:
+    """The `tlasim run` command that writes this run's trace again.
+
+    The trace file's own path is left as `TRACE_PLACEHOLDER` for the validator
+    to fill in. A run under a given fault plan names the trace as its plan
+    too: `--plan` reads the plan back from a trace's header.
+    """
+    defaults = sim.protocol.default_options().as_dict()
+    overrides = [
+        f"{key}={value}"
+        for key, value in sim.protocol_options.as_dict().items()
+        if defaults.get(key) != value
+    ]
+    extra: list[str] = []
+    if sim.options.faults is not None:
+        extra += ["--plan", TRACE_PLACEHOLDER]
+    if sim.options.liveness_bound_ticks != SimOptions().liveness_bound_ticks:
+        extra += ["--liveness-bound", str(sim.options.liveness_bound_ticks)]
+    if trace_format != "ndjson":
+        extra += ["--trace-format", trace_format]
+    extra += ["--trace", TRACE_PLACEHOLDER]
+    command = reproduce_command(sim.protocol.name, sim.seed, sim.bug, None, overrides, ())
+    # The placeholder must reach the header unquoted, so it is joined by hand.
+    return " ".join([command, *extra])
+
+
+def write_header(sim: Simulation, emitter: TraceEmitter) -> None:
+    protocol = sim.protocol
+    emitter.header(
+        protocol=protocol.name,
+        spec=protocol.spec_module,
+        seed=sim.seed,
+        options=sim.options_record(),
+        tool_version=TOOL_VERSION,
+        source_revision=source_revision(tuple(protocol.source_files)),
+        constants=protocol.spec_constants(sim.config),
+        variables=protocol.variable_types,
+        reproduce=regenerate_command(sim, sim.options.trace_format),
+    )
+
+
+def run_seed(
+    protocol: ProtocolDefinition | str,
+    seed: int,
+    *,
+    bug: str | None = None,
+    protocol_overrides: dict[str, Any] | None = None,
+    options: SimOptions | None = None,
+    trace_path: Path | None = None,
+    keep_trace: bool = False,
+    on_start: Callable[[dict[str, Any]], None] | None = None,
+) -> SeedRun:
+    """Run one seed. The trace goes to `trace_path`, to memory, or nowhere.
+
+    `on_start` hears every option of the run before it starts, so a caller
+    can print them first (and they are out even if the run then fails).
+    """
+    sim_options = options or SimOptions()
+    fmt = sim_options.trace_format
+    stream: BinaryIO | None = None
+    buffer: io.BytesIO | None = None
+    if trace_path is not None:
+        trace_path.parent.mkdir(parents=True, exist_ok=True)
+        stream = trace_path.open("wb")
+    elif keep_trace:
+        buffer = io.BytesIO()
+        stream = buffer
+    emitter = TraceEmitter(stream, fmt) if stream is not None else None
+    try:
+        sim = build_simulation(
+            protocol,
+            seed,
+            bug=bug,
+            protocol_overrides=protocol_overrides,
+            options=sim_options,
+            emitter=emitter,
+        )
+        if emitter is not None:
+            write_header(sim, emitter)
+        if on_start is not None:
+            on_start(sim.options_record())
+        result = sim.run()
+    finally:
+        if emitter is not None:
+            emitter.close()
+        if stream is not None and stream is not buffer:
+            stream.close()
+    return SeedRun(
+        result=result,
+        options=sim.options_record(),
+        trace=buffer.getvalue() if buffer is not None else None,
+        trace_path=trace_path,
+    )

@@ -1,0 +1,1 @@
+"""Writing traces: the structlog emitter the simulator logs through."""

@@ -1,0 +1,1 @@
+"""Interchange: ITF export and other systems' logs read through a mapping."""

@@ -1,0 +1,1 @@
+"""Traces derived from traces: invalid mutants and partial logs, for testing validators."""

@@ -1,0 +1,209 @@
+"""Read the few declarations the validator needs from a TLA+ module's source.
+
+Theory of operation. Before TLC runs, the validator needs a few facts from a
+spec's source: its CONSTANTS and VARIABLES, the modules it EXTENDS, the names
+it defines, and the literal set TraceActionNames of a trace template. This is
+a lexer and a reader of those declarations only, not a TLA+ parser; SANY
+stays the judge of what a module means.
+
+This module only reads text; it never runs TLC or SANY.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from protocols.errors import SpecError
+from tracing.tla.literal import unescape_string
+
+__all__ = ["ModuleDecls", "read_module", "read_string_set"]
+
+_SRC_TOKEN = re.compile(
+    r"""
+    (?P<ws>\s+)
+  | (?P<comment>\\\*[^\n]*)
+  | (?P<block>\(\*)
+  | (?P<string>"(?:[^"\\\n]|\\.)*")
+  | (?P<end>={4,})
+  | (?P<word>[A-Za-z0-9_]+)
+  | (?P<op>==|.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+_MODULE_START = re.compile(r"^\s*-{4,}\s*MODULE\s+([A-Za-z0-9_]+)\s*-{4,}", re.MULTILINE)
+_BLOCK_PART = re.compile(r"\(\*|\*\)")
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    kind: str  # "word", "string" or "op"
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleDecls:
+    """What a module declares, as far as the validator needs to know."""
+
+    name: str
+    extends: tuple[str, ...]
+    constants: tuple[tuple[str, int], ...]  # (name, arity); arity 0 for a plain constant
+    variables: tuple[str, ...]  # in declaration order
+    definitions: frozenset[str]  # every name that appears before `==` (a superset)
+
+
+def _source_tokens(text: str, origin: str) -> tuple[str, list[_Token]]:
+    start = _MODULE_START.search(text)
+    if start is None:
+        raise SpecError(f"{origin}: no `---- MODULE Name ----` line")
+    tokens: list[_Token] = []
+    pos = start.end()
+    while pos < len(text):
+        m = _SRC_TOKEN.match(text, pos)
+        assert m is not None  # the last alternative matches any character
+        kind = m.lastgroup
+        if kind == "block":
+            pos = _skip_block_comment(text, m.end(), origin)
+            continue
+        if kind == "end":
+            return start.group(1), tokens
+        if kind in ("word", "string", "op"):
+            tokens.append(_Token(kind, m.group()))
+        pos = m.end()
+    raise SpecError(f"{origin}: the module has no closing `====` line")
+
+
+def _skip_block_comment(text: str, pos: int, origin: str) -> int:
+    depth = 1
+    for m in _BLOCK_PART.finditer(text, pos):
+        depth += 1 if m.group() == "(*" else -1
+        if depth == 0:
+            return m.end()
+    raise SpecError(f"{origin}: a (* comment is never closed")
+
+
+def _names_after(tokens: list[_Token], i: int, origin: str, what: str) -> tuple[list[str], int]:
+    """Read `a, b, c` starting at tokens[i]; return the names and the next index."""
+    names: list[str] = []
+    while True:
+        if i >= len(tokens) or tokens[i].kind != "word":
+            raise SpecError(f"{origin}: cannot read the {what} list")
+        names.append(tokens[i].text)
+        i += 1
+        if i < len(tokens) and tokens[i].text == ",":
+            i += 1
+            continue
+        return names, i
+
+
+def _constants_after(
+    tokens: list[_Token], i: int, origin: str
+) -> tuple[list[tuple[str, int]], int]:
+    decls: list[tuple[str, int]] = []
+    while True:
+        if i >= len(tokens) or tokens[i].kind != "word":
+            raise SpecError(
+                f"{origin}: cannot read the CONSTANTS list (operator constants such as "
+                "`_ + _` are not supported)"
+            )
+        name, arity = tokens[i].text, 0
+        i += 1
+        if i < len(tokens) and tokens[i].text == "(":
+            i += 1
+            while i < len(tokens) and tokens[i].text != ")":
+                arity += tokens[i].text == "_"
+                i += 1
+            i += 1
+        decls.append((name, arity))
+        if i < len(tokens) and tokens[i].text == ",":
+            i += 1
+            continue
+        return decls, i
+
+
+def read_module(text: str, origin: str = "module") -> ModuleDecls:
+    """Read the declarations of a TLA+ module's source text.
+
+    Raises SpecError (naming `origin`) when the text is not a module or a
+    declaration cannot be read.
+    """
+    name, tokens = _source_tokens(text, origin)
+    extends: list[str] = []
+    constants: list[tuple[str, int]] = []
+    variables: list[str] = []
+    definitions: set[str] = set()
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.kind == "word" and tok.text == "EXTENDS":
+            names, i = _names_after(tokens, i + 1, origin, "EXTENDS")
+            extends.extend(names)
+            continue
+        if tok.kind == "word" and tok.text in ("CONSTANT", "CONSTANTS"):
+            decls, i = _constants_after(tokens, i + 1, origin)
+            constants.extend(decls)
+            continue
+        if tok.kind == "word" and tok.text in ("VARIABLE", "VARIABLES"):
+            names, i = _names_after(tokens, i + 1, origin, "VARIABLES")
+            variables.extend(names)
+            continue
+        if tok.text == "==" and i > 0:
+            definitions.add(_defined_name(tokens, i))
+        i += 1
+    definitions.discard("")
+    return ModuleDecls(
+        name, tuple(extends), tuple(constants), tuple(variables), frozenset(definitions)
+    )
+
+
+def _defined_name(tokens: list[_Token], eq: int) -> str:
+    """The name defined by the `==` at tokens[eq]: `F ==`, `F(a, b) ==` or `f[x \\in S] ==`."""
+    j = eq - 1
+    closing = {")": "(", "]": "["}
+    if tokens[j].text in closing:
+        opener, depth = closing[tokens[j].text], 0
+        while j >= 0:
+            if tokens[j].text in closing:
+                depth += 1
+            elif tokens[j].text in ("(", "["):
+                depth -= 1
+                if depth == 0:
+                    break
+            j -= 1
+        if j <= 0 or tokens[j].text != opener:
+            return ""
+        j -= 1
+    return tokens[j].text if tokens[j].kind == "word" else ""
+
+
+def read_string_set(text: str, definition: str, origin: str = "module") -> tuple[str, ...]:
+    """Read `definition == {"a", "b", ...}`, a literal set of strings, from a module.
+
+    Strict on purpose: anything else in that definition is a SpecError.
+    """
+    _, tokens = _source_tokens(text, origin)
+    for i, tok in enumerate(tokens[:-2]):
+        if tok.text == definition and tokens[i + 1].text == "==":
+            break
+    else:
+        raise SpecError(f"{origin}: no definition `{definition} == {{...}}`")
+    i += 2
+    if tokens[i].text != "{":
+        raise SpecError(f'{origin}: {definition} must be a literal set of strings {{"A", ...}}')
+    names: list[str] = []
+    i += 1
+    while i < len(tokens) and tokens[i].text != "}":
+        if tokens[i].kind != "string":
+            raise SpecError(
+                f"{origin}: {definition} must be a literal set of strings; found {tokens[i].text!r}"
+            )
+        try:
+            names.append(unescape_string(tokens[i].text))
+        except ValueError as exc:
+            raise SpecError(f"{origin}: {definition}: {exc}") from None
+        i += 1
+        if i < len(tokens) and tokens[i].text == ",":
+            i += 1
+    if i >= len(tokens):
+        raise SpecError(f"{origin}: {definition}'s set is never closed")
+    return tuple(dict.fromkeys(names))

@@ -1,0 +1,360 @@
+"""The text of the TLA+ modules and config the validator generates for traces.
+
+Theory of operation. `TraceData` holds a batch of traces: `TraceLogs[t]` is
+trace t's sequence of `[action |-> ..., params |-> ..., vars |-> ...]`
+records, one per step line, and `TraceConst_<name>` the constants they share.
+A line's `vars` holds only the variables it logged; `action` is "" when it
+logged none.
+
+SANY's parse time is nearly all of a batch's cost, so the text is kept
+small. Every long compound part of a value (a message, a transaction's
+record) is a definition of its own, written once per batch, and each line's
+`vars` is a definition written as what changed since the line before
+(`[prev EXCEPT !.x = ...]`, with `(k :> v) @@ f`, `(s \\ {..}) \\cup {..}`
+or `q \\o <<..>>` where that is shorter than the new value). The text grows
+with the changes, not with the state's size. TLC evaluates these constant
+definitions once, before the search, to exactly the logged values.
+
+`TraceCheck` walks every trace of the batch at once: Init picks the trace
+(`TRACE_VAR`) and binds line 1; each step binds the next line's logged
+variables and conjoins the template's `TraceAction`. A variable the line
+did not log is left to the action (partial logs), and a line without an
+action may be any action the template knows. When a state has no next step,
+because its trace ended or because nothing explains the next line,
+`tlasimEnd` prints `<<"tlasimEnd", trace, line>>` and stutters, so the run
+never deadlocks and ends with one such print per dead end. A trace whose
+furthest print is its last line is accepted; otherwise the line after the
+furthest is the one nothing explains. A trace with no print at all has no
+initial state. With partial logs a trace is a tree of candidate states, and
+"furthest" is over all of them.
+
+`TraceExplain` follows one trace to a given line, then takes one step of
+the next line's action with every variable left free (`FREE_VAR` marks
+those states), so the validator can set the logged values beside the ones
+the spec allowed.
+
+Safety: a trace's values reach TLA+ text only through `tla_literal.to_tla`,
+and its names (variables, constants) only after the validator has checked
+them to be the spec's own identifiers, so no trace can change what the
+generated modules mean. Nothing from a trace is written into a comment. This
+module only builds text; writing files and running TLC are the validator's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from protocols.errors import TraceFormatError
+from tracing.codec import Trace
+from tracing.tla.literal import is_field_name, to_tla
+from tracing.tla.speccheck import TraceSpec
+from tracing.values import FnMap, Record
+
+__all__ = [
+    "END_MARK",
+    "FREE_VAR",
+    "GENERATED",
+    "LINE_VAR",
+    "TRACE_VAR",
+    "config",
+    "parse_end_marks",
+    "trace_check",
+    "trace_data",
+    "trace_explain",
+]
+
+# Names the generated modules define; a spec that defines one too cannot be checked.
+TRACE_VAR, LINE_VAR, FREE_VAR = "tlasimTrace", "tlasimLine", "tlasimFree"
+END_MARK = "tlasimEnd"
+GENERATED = ("TraceData", "TraceCheck", "TraceExplain")
+_END_PRINT = re.compile(r'^<<"tlasimEnd", (\d+), (\d+)>>\r?$', re.MULTILINE)
+# A compound part whose text is longer than this gets a definition of its own.
+_NAMED_LENGTH = 12
+_ATOMS = (str, int, bool)
+_SMALL_INT = 2**31 - 1
+
+
+def _module(name: str, extends: Sequence[str], body: Sequence[str]) -> str:
+    rule = "-" * 20
+    return "\n".join(
+        [f"{rule} MODULE {name} {rule}", f"EXTENDS {', '.join(extends)}", "", *body, "=" * 60, ""]
+    )
+
+
+class _Encoder:
+    """Writes values as TLA+ text in which every long compound sub-value is a
+    definition of its own, written once per batch.
+
+    A batch's states share most of their parts (the same message, the same
+    record per transaction), so naming them shrinks the text SANY must parse
+    several times over. Equal values always get equal text, sets sorted by
+    their elements' text, so comparing texts is TLA+ equality (where Python
+    would hold TRUE equal to 1).
+    """
+
+    def __init__(self) -> None:
+        self.defs: list[str] = []
+        self._names: dict[str, str] = {}
+        # Keyed by identity, with the value kept alive so its id stays unique:
+        # the codec hands unchanged values on from line to line as one object.
+        self._memo: dict[int, tuple[Any, str]] = {}
+        self._strings: dict[str, str] = {}
+
+    def expr(self, value: Any) -> str:
+        """The value's text, its long compound parts by name."""
+        t = type(value)
+        if t is str:
+            text = self._strings.get(value)
+            if text is None:
+                text = self._strings[value] = to_tla(value)
+            return text
+        if t is bool:
+            return "TRUE" if value else "FALSE"
+        if t is int and 0 <= value <= _SMALL_INT:
+            return str(value)
+        hit = self._memo.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        if t is tuple:
+            text = "<<" + ", ".join([self.part(x) for x in value]) + ">>"
+        elif t is frozenset:
+            text = "{" + ", ".join(sorted([self.part(x) for x in value])) + "}"
+        elif t is Record or t is FnMap:
+            text = self._function(value)
+        else:
+            text = to_tla(value)
+        self._memo[id(value)] = (value, text)
+        return text
+
+    def _function(self, value: Mapping[Any, Any]) -> str:
+        if not value:
+            # TLC equates <<>> with every function on the empty domain.
+            return "<<>>"
+        if all(is_field_name(k) for k in value):
+            return "[" + ", ".join([f"{k} |-> {self.part(x)}" for k, x in value.items()]) + "]"
+        pairs = [f"{self.part(k)} :> {self.part(x)}" for k, x in value.items()]
+        return "(" + " @@ ".join(pairs) + ")"
+
+    def part(self, value: Any) -> str:
+        """The value's text as a part of a bigger one: a name when it is long."""
+        text = self.expr(value)
+        if len(text) <= _NAMED_LENGTH or type(value) in _ATOMS:
+            return text
+        name = self._names.get(text)
+        if name is None:
+            name = f"tlasimV{len(self._names) + 1}"
+            self._names[text] = name
+            self.defs.append(f"{name} == {text}")
+        return name
+
+    def delta(self, new: Any, old: Any, ref: str) -> str | None:
+        """The text of `new` as a change of `old` (which `ref` names), or None
+        when it is the same value."""
+        if new is old:
+            return None
+        full = self.expr(new)
+        if full == self.expr(old):
+            return None
+        best = full
+        if isinstance(new, Mapping) and isinstance(old, Mapping) and new and old:
+            new_keys = {self.part(k): k for k in new}
+            old_keys = {self.part(k): k for k in old}
+            removed = sorted(old_keys.keys() - new_keys.keys())
+            changes = [
+                f"{text} :> {self.part(new[key])}"
+                for text, key in new_keys.items()
+                if text not in old_keys or self.expr(old[old_keys[text]]) != self.expr(new[key])
+            ]
+            base = f"tlasimWithout({ref}, {{{', '.join(removed)}}})" if removed else ref
+            candidate = "(" + " @@ ".join([*changes, base]) + ")"
+            best = min(best, candidate, key=len)
+        elif isinstance(new, frozenset) and isinstance(old, frozenset):
+            new_items = {self.part(x) for x in new}
+            old_items = {self.part(x) for x in old}
+            candidate = ref
+            if old_items - new_items:
+                candidate = f"({candidate} \\ {{{', '.join(sorted(old_items - new_items))}}})"
+            if new_items - old_items:
+                candidate = f"({candidate} \\cup {{{', '.join(sorted(new_items - old_items))}}})"
+            best = min(best, candidate, key=len)
+        elif (
+            isinstance(new, tuple)
+            and isinstance(old, tuple)
+            and len(new) > len(old) > 0
+            and all(self.expr(a) == self.expr(b) for a, b in zip(new, old, strict=False))
+        ):
+            tail = ", ".join(self.part(x) for x in new[len(old) :])
+            best = min(best, f"({ref} \\o <<{tail}>>)", key=len)
+        return best
+
+
+def trace_data(traces: Sequence[Trace], constants: Mapping[str, Any]) -> str:
+    """The module TraceData: the batch's step lines and the constants they share."""
+    encoder = _Encoder()
+    states: list[str] = []
+    logs: list[str] = []
+    for t, trace in enumerate(traces, start=1):
+        lines = []
+        previous: tuple[str, Mapping[str, Any]] | None = None
+        for k, step in enumerate(trace.steps, start=1):
+            name = f"tlasimS{t}_{k}"
+            try:
+                states.append(f"{name} == {_vars_expr(step.vars, previous, encoder)}")
+                action = to_tla(step.action or "")
+                params = encoder.part(step.params)
+            except TraceFormatError as exc:
+                raise TraceFormatError(f"{trace.path}:{step.line}: {exc}") from None
+            lines.append(f"tlasimL({action}, {params}, {name})")
+            previous = (name, step.vars)
+        logs.append(f"tlasimT{t} == <<" + ",\n    ".join(lines) + ">>")
+    body = [
+        "(* A function without some keys; partial functions are what `@@` extends. *)",
+        "tlasimWithout(f, keys) == [k \\in DOMAIN f \\ keys |-> f[k]]",
+        "tlasimL(a, p, v) == [action |-> a, params |-> p, vars |-> v]",
+        "",
+        *encoder.defs,
+        *states,
+        *logs,
+        "TraceLogs == <<" + ", ".join(f"tlasimT{t}" for t in range(1, len(traces) + 1)) + ">>",
+    ]
+    body.extend(f"TraceConst_{name} == {to_tla(value)}" for name, value in constants.items())
+    # TLC is extended for `:>` and `@@`, Integers for negative numbers.
+    return _module("TraceData", ["Integers", "Sequences", "TLC"], body)
+
+
+def _vars_expr(
+    logged: Mapping[str, Any], previous: tuple[str, Mapping[str, Any]] | None, encoder: _Encoder
+) -> str:
+    if previous is not None and list(previous[1]) == list(logged):
+        ref, old = previous
+        changes = []
+        for v, value in logged.items():
+            changed = encoder.delta(value, old[v], f"{ref}.{v}")
+            if changed is not None:
+                changes.append(f"!.{v} = {changed}")
+        return f"[{ref} EXCEPT {', '.join(changes)}]" if changes else ref
+    if not logged:
+        return "<<>>"
+    return "[" + ", ".join(f"{v} |-> {encoder.part(value)}" for v, value in logged.items()) + "]"
+
+
+def _bind(variables: Sequence[str], line: str, primed: bool) -> list[str]:
+    """Bind each variable the line logged; leave the others to the spec."""
+    prime = "'" if primed else ""
+    return [
+        f"    /\\ IF {to_tla(v)} \\in DOMAIN {line}.vars THEN {v}{prime} = {line}.vars.{v} "
+        "ELSE TRUE"
+        for v in variables
+    ]
+
+
+# A line without an action may be any action the template knows but Init.
+_STEP_OF = [
+    "tlasimAction(e) ==",
+    "    IF e.action = \"\"",
+    "    THEN \\E name \\in TraceActionNames \\ {\"Init\"} :",
+    "             TraceAction([e EXCEPT !.action = name])",
+    "    ELSE TraceAction(e)",
+    "",
+]
+
+
+def trace_check(spec: TraceSpec) -> str:
+    """The module TraceCheck, whose behaviours follow each trace of the batch."""
+    variables = spec.decls.variables
+    all_vars = ", ".join([TRACE_VAR, LINE_VAR, *variables])
+    log = f"TraceLogs[{TRACE_VAR}]"
+    body = [
+        f"VARIABLES {TRACE_VAR}, {LINE_VAR}",
+        "",
+        *_STEP_OF,
+        "tlasimInit ==",
+        f"    /\\ {TRACE_VAR} \\in 1..Len(TraceLogs)",
+        f"    /\\ {LINE_VAR} = 1",
+        f"    /\\ {log}[1].action \\in {{\"\", \"Init\"}}",
+        *_bind(variables, f"{log}[1]", primed=False),
+        "    /\\ Init",
+        "",
+        "tlasimStep ==",
+        f"    /\\ {LINE_VAR} < Len({log})",
+        f"    /\\ {LINE_VAR}' = {LINE_VAR} + 1",
+        f"    /\\ {TRACE_VAR}' = {TRACE_VAR}",
+        *_bind(variables, f"{log}[{LINE_VAR} + 1]", primed=True),
+        f"    /\\ tlasimAction({log}[{LINE_VAR} + 1])",
+        "",
+        "(* A state with no next step is a dead end: its trace ended, or nothing",
+        "   explains its next line. It says so once and stutters, so TLC never",
+        "   deadlocks and every trace of the batch gets its verdict. *)",
+        "tlasimEnd ==",
+        "    /\\ ~ENABLED tlasimStep",
+        f"    /\\ PrintT(<<{to_tla(END_MARK)}, {TRACE_VAR}, {LINE_VAR}>>)",
+        f"    /\\ UNCHANGED <<{all_vars}>>",
+        "",
+        "tlasimNext == tlasimStep \\/ tlasimEnd",
+    ]
+    return _module("TraceCheck", [spec.template.stem, "TraceData"], body)
+
+
+def trace_explain(spec: TraceSpec, matched: int) -> str:
+    """The module TraceExplain: trace 1 followed to line `matched`, then one
+    step of the next line's action with every variable left free.
+
+    With `matched` = 0 the free step is Init itself.
+    """
+    variables = spec.decls.variables
+    all_vars = ", ".join([TRACE_VAR, LINE_VAR, FREE_VAR, *variables])
+    log = "TraceLogs[1]"
+    if matched == 0:
+        body = [
+            f"VARIABLES {TRACE_VAR}, {LINE_VAR}, {FREE_VAR}",
+            "",
+            f"tlasimInit == {TRACE_VAR} = 1 /\\ {LINE_VAR} = 1 /\\ {FREE_VAR} = TRUE /\\ Init",
+            f"tlasimNext == UNCHANGED <<{all_vars}>>",
+        ]
+        return _module("TraceExplain", [spec.template.stem, "TraceData"], body)
+    body = [
+        f"VARIABLES {TRACE_VAR}, {LINE_VAR}, {FREE_VAR}",
+        "",
+        *_STEP_OF,
+        "tlasimInit ==",
+        f"    /\\ {TRACE_VAR} = 1",
+        f"    /\\ {LINE_VAR} = 1",
+        f"    /\\ {FREE_VAR} = FALSE",
+        *_bind(variables, f"{log}[1]", primed=False),
+        "    /\\ Init",
+        "",
+        "tlasimFollow ==",
+        f"    /\\ {LINE_VAR} < {matched}",
+        *_bind(variables, f"{log}[{LINE_VAR} + 1]", primed=True),
+        f"    /\\ tlasimAction({log}[{LINE_VAR} + 1])",
+        "",
+        "tlasimFreeStep ==",
+        f"    /\\ {LINE_VAR} = {matched}",
+        f"    /\\ tlasimAction({log}[{LINE_VAR} + 1])",
+        "",
+        "tlasimNext ==",
+        f"    \\/ /\\ ~{FREE_VAR}",
+        f"       /\\ {LINE_VAR}' = {LINE_VAR} + 1",
+        f"       /\\ {TRACE_VAR}' = {TRACE_VAR}",
+        f"       /\\ {FREE_VAR}' = ({LINE_VAR} = {matched})",
+        "       /\\ tlasimFollow \\/ tlasimFreeStep",
+        f"    \\/ {FREE_VAR} /\\ UNCHANGED <<{all_vars}>>",
+    ]
+    return _module("TraceExplain", [spec.template.stem, "TraceData"], body)
+
+
+def config(constants: Mapping[str, Any]) -> str:
+    """The TLC config shared by TraceCheck and TraceExplain."""
+    rows = [f"CONSTANT {name} <- TraceConst_{name}" for name in constants]
+    return "\n".join([*rows, "INIT tlasimInit", "NEXT tlasimNext", ""])
+
+
+def parse_end_marks(plain_output: str) -> dict[int, int]:
+    """The furthest line each trace of a batch reached, from TLC's Print output."""
+    furthest: dict[int, int] = {}
+    for m in _END_PRINT.finditer(plain_output):
+        trace, line = int(m.group(1)), int(m.group(2))
+        furthest[trace] = max(furthest.get(trace, 0), line)
+    return furthest

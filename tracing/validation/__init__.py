@@ -1,0 +1,1 @@
+"""Validation: traces checked by TLC, verdicts explained and reported."""
