@@ -13,7 +13,12 @@ pytest and hypothesis treat it as a test failure) whose message is the full
 failure report: the broken property, the plan, a trace excerpt and the one
 `tlasim run ...` command that replays it. The plan is written to a file
 (under `TLASIM_FAILURE_DIR`, default `.tlasim/failures`) so that command
-works as printed.
+works as printed, from any folder: its path is absolute.
+
+Hypothesis raises many failures on its way to the one it reports (each
+example it tries, then each step of shrinking), and re-runs the reported one
+last. So each new plan file of a test replaces the one that test wrote
+before, and one file per failing test remains: the reported failure's.
 """
 
 from __future__ import annotations
@@ -48,13 +53,39 @@ def failure_dir() -> Path:
     return Path(os.environ.get("TLASIM_FAILURE_DIR", ".tlasim/failures"))
 
 
-def save_plan(protocol: str, seed: int, plan: FaultPlan, directory: Path | None = None) -> Path:
-    """Write `plan` where a reproduction command can name it; same plan, same file."""
+# The plan file each failing test (or each caller, outside pytest) saved last,
+# by (folder, protocol, seed, bug, options, test): the next one replaces it.
+_saved: dict[tuple[str, ...], Path] = {}
+
+
+def save_plan(
+    protocol: str,
+    seed: int,
+    plan: FaultPlan,
+    directory: Path | None = None,
+    *,
+    bug: str | None = None,
+    protocol_overrides: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write `plan` where a reproduction command can name it; same run, same file.
+
+    The file that the same test saved for an earlier failure of the same
+    protocol, seed, bug and options is removed: it was superseded.
+    """
     text = plan.to_json()
-    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
-    target = (directory or failure_dir()) / f"{protocol}-seed{seed}-{digest}.plan.json"
+    settings = repr(sorted((protocol_overrides or {}).items()))
+    digest = hashlib.sha256("\0".join([text, bug or "", settings]).encode()).hexdigest()[:10]
+    folder = (directory or failure_dir()).resolve()
+    target = folder / f"{protocol}-seed{seed}-{digest}.plan.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text)
+    # pytest names the running test here; hypothesis runs all of a test's examples in it.
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
+    key = (str(folder), protocol, str(seed), bug or "", settings, test)
+    previous = _saved.get(key)
+    _saved[key] = target
+    if previous is not None and previous != target:
+        previous.unlink(missing_ok=True)
     return target
 
 
@@ -75,7 +106,8 @@ class Outcome:
         """The failure report; the plan is saved to `plan_path` (or the failure dir)."""
         result = self.result
         if plan_path is None:
-            plan_path = save_plan(self.protocol, result.seed, result.plan)
+            plan_path = save_plan(self.protocol, result.seed, result.plan, bug=result.bug,
+                                  protocol_overrides=self.protocol_overrides)
         else:
             plan_path.parent.mkdir(parents=True, exist_ok=True)
             plan_path.write_text(result.plan.to_json())

@@ -21,6 +21,21 @@ Identity. A file is ours when its `application_id` is APPLICATION_ID, and its
 `user_version` is the schema version. A file that is not SQLite, belongs to
 another application, has a newer schema or is damaged raises ConfigError
 before anything is written to it, so a mistyped `--db` never harms a file.
+Only a regular file is opened (never a FIFO or a device), and a reader
+(`readonly=True`: `repro`, `failures`) opens it read-only, so it never
+creates or changes one. A schema 1 file is upgraded in place when a
+campaign opens it for writing; read-only, it is read as it is.
+
+Seals. Every row carries a seal, a hash of its values, so a row changed by
+hand (or by another program) reads as "this database was changed" rather
+than as a replay that "did not reproduce". The seal guards against
+accidents, not against someone who means to forge one. Each value is also
+checked for its type when read, so an edited row never becomes a traceback.
+Rows written by schema 1 have no seal (NULL).
+
+Shrunk plans. A reported failure is shrunk after its campaign; the shrunk
+plan, with the outcome it gave, is stored beside the run (`shrunk_*`), and
+`tlasim repro` replays it by default.
 
 Failure ids are `CAMPAIGN:SEED`, such as `1:8812`. Unlike a rowid they mean
 something to a reader, survive VACUUM and copying rows between files, and
@@ -29,6 +44,9 @@ say which run to replay without looking anything up.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -39,11 +57,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from protocols.errors import ConfigError
-from sim.kernel.simulation import OUTCOME_OK
+from protocols.errors import ConfigError, InternalError
+from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
+from tracing.inputs import check_regular_file, open_regular_file
 
 APPLICATION_ID = 0x544C4153  # "TLAS": marks a SQLite file as a tlasim results database
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+SEED_MAX = 2**63 - 1  # SQLite's largest INTEGER: a seed the database can hold
 SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite 3 file
 BUSY_TIMEOUT_SECONDS = 30.0  # how long a reader or a second writer waits for a lock
 
@@ -57,7 +77,8 @@ CREATE TABLE campaigns (
     seed_stop INTEGER NOT NULL,  -- exclusive, as in range()
     options TEXT NOT NULL,       -- canonical JSON of the run options
     validate TEXT NOT NULL,      -- all, failures or none
-    created TEXT NOT NULL        -- ISO 8601, UTC
+    created TEXT NOT NULL,       -- ISO 8601, UTC
+    seal TEXT                    -- hash of the row's values (NULL in rows of schema 1)
 );
 -- One campaign per key: a rerun of the same sweep must --resume it.
 -- IFNULL because UNIQUE treats every NULL bug as distinct.
@@ -79,19 +100,70 @@ CREATE TABLE runs (
     tlc_seconds REAL NOT NULL,
     trace_path TEXT,             -- where the trace was kept, if it was
     finished TEXT NOT NULL,      -- ISO 8601, UTC, when the parent recorded it
+    shrunk_plan TEXT,            -- JSON of the shrunk fault plan, once the failure is shrunk
+    shrunk_outcome TEXT,         -- the outcome under the shrunk plan
+    shrunk_failure TEXT,         -- the broken property and message under the shrunk plan
+    seal TEXT,                   -- hash of the row's values (NULL in rows of schema 1)
     PRIMARY KEY (campaign, seed)
 ) WITHOUT ROWID;
 CREATE INDEX runs_failures ON runs (campaign, seed)
     WHERE outcome != 'ok' OR validation = 'rejected';
 """
 
+# Schema 1 lacked these; ALTER TABLE adds them when a writer opens such a file.
+UPGRADE_1_TO_2 = (
+    "ALTER TABLE campaigns ADD COLUMN seal TEXT",
+    "ALTER TABLE runs ADD COLUMN shrunk_plan TEXT",
+    "ALTER TABLE runs ADD COLUMN shrunk_outcome TEXT",
+    "ALTER TABLE runs ADD COLUMN shrunk_failure TEXT",
+    "ALTER TABLE runs ADD COLUMN seal TEXT",
+)
+
 RUN_COLUMNS = (
     "seed", "outcome", "failure", "steps", "last_tick", "crashes", "messages_lost",
     "messages_duplicated", "plan", "validation", "rejection", "tlc_seconds", "trace_path",
 )
+SHRUNK_COLUMNS = ("shrunk_plan", "shrunk_outcome", "shrunk_failure")
 CAMPAIGN_COLUMNS = ("id", "protocol", "bug", "seed_start", "seed_stop", "options", "validate",
                     "created")
 FAILED = "(r.outcome != 'ok' OR r.validation = 'rejected')"
+OUTCOMES = (OUTCOME_OK, OUTCOME_SAFETY, OUTCOME_LIVENESS)
+VALIDATIONS = ("accepted", "rejected", "skipped")
+VALIDATE_MODES = ("all", "failures", "none")
+
+# What each column may hold: a type (None allowed when the type is in a
+# tuple with NoneType) and, for some, the only values allowed.
+_TEXT, _INT, _REAL = "text", "an integer", "a number"
+_COLUMN_KINDS: dict[str, tuple[str, bool, tuple[str, ...] | None]] = {
+    # column: (kind, may be NULL, allowed values)
+    "id": (_INT, False, None),
+    "protocol": (_TEXT, False, None),
+    "bug": (_TEXT, True, None),
+    "seed_start": (_INT, False, None),
+    "seed_stop": (_INT, False, None),
+    "options": (_TEXT, False, None),
+    "validate": (_TEXT, False, VALIDATE_MODES),
+    "created": (_TEXT, False, None),
+    "campaign": (_INT, False, None),
+    "seed": (_INT, False, None),
+    "outcome": (_TEXT, False, OUTCOMES),
+    "failure": (_TEXT, True, None),
+    "steps": (_INT, False, None),
+    "last_tick": (_INT, False, None),
+    "crashes": (_INT, False, None),
+    "messages_lost": (_INT, False, None),
+    "messages_duplicated": (_INT, False, None),
+    "plan": (_TEXT, False, None),
+    "validation": (_TEXT, False, VALIDATIONS),
+    "rejection": (_TEXT, True, None),
+    "tlc_seconds": (_REAL, False, None),
+    "trace_path": (_TEXT, True, None),
+    "finished": (_TEXT, False, None),
+    "shrunk_plan": (_TEXT, True, None),
+    "shrunk_outcome": (_TEXT, True, OUTCOMES),
+    "shrunk_failure": (_TEXT, True, None),
+    "seal": (_TEXT, True, None),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,11 +206,22 @@ class Campaign:
 
 
 @dataclass(frozen=True, slots=True)
+class ShrunkRun:
+    """A failure's shrunk fault plan, and what the run did under it."""
+
+    plan_json: str
+    outcome: str
+    failure: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class RunRecord:
     """A recorded run with its campaign: everything `tlasim repro` needs."""
 
     campaign: Campaign
     outcome: SeedOutcome
+    shrunk: ShrunkRun | None = None
+    sealed: bool = True  # False: a row of schema 1, which has no seal to check
 
     @property
     def failure_id(self) -> str:
@@ -152,13 +235,16 @@ def format_failure_id(campaign_id: int, seed: int) -> str:
 def parse_failure_id(text: str) -> tuple[int | None, int]:
     """`CAMPAIGN:SEED`, or a bare `SEED` when the database holds one campaign with it."""
     campaign_text, sep, seed_text = text.strip().rpartition(":")
+    problem = "expected CAMPAIGN:SEED, such as 1:8812, or a seed"
     try:
         seed = int(seed_text)
         campaign = int(campaign_text) if sep else None
     except ValueError:
-        raise ConfigError(
-            f"failure id {text!r}: expected CAMPAIGN:SEED, such as 1:8812, or a seed"
-        ) from None
+        seed, campaign = -1, None
+    else:
+        problem = f"a campaign and a seed are integers from 0 to {SEED_MAX}"
+    if not 0 <= seed <= SEED_MAX or (campaign is not None and not 0 <= campaign <= SEED_MAX):
+        raise ConfigError(f"failure id {_shown(text)}: {problem}")
     return campaign, seed
 
 
@@ -166,27 +252,50 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-class ResultsDB:
-    """A tlasim results database, opened or created at `path`."""
+# Every column of a row as read to check it: the seal covers all but itself.
+_CAMPAIGN_ROW = (*CAMPAIGN_COLUMNS, "seal")
+_RUN_ROW = ("campaign", *RUN_COLUMNS, "finished", *SHRUNK_COLUMNS, "seal")
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+
+class ResultsDB:
+    """A tlasim results database, opened or created at `path`.
+
+    `readonly` opens an existing database for reading only: nothing is ever
+    created or written, not even in an empty file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False) -> None:
         self.path = Path(path)
-        _check_file(self.path)
+        self.readonly = readonly
+        exists = _check_file(self.path)
+        if readonly and not exists:
+            raise ConfigError(f"results database {self.path}: no such file")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # isolation_level=None: transactions are begun and committed
-            # explicitly below, never implicitly by the sqlite3 module.
-            self._conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None
-            )
+            if readonly:
+                self._conn = sqlite3.connect(
+                    self.path.resolve().as_uri() + "?mode=ro",
+                    uri=True, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None,
+                )
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                # isolation_level=None: transactions are begun and committed
+                # explicitly below, never implicitly by the sqlite3 module.
+                self._conn = sqlite3.connect(
+                    self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None
+                )
         except (OSError, sqlite3.Error) as exc:
             raise ConfigError(f"results database {self.path}: cannot open: {exc}") from None
         try:
             with self._guard():
                 self._claim()
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.execute("PRAGMA synchronous=NORMAL")
-                self._conn.execute("PRAGMA foreign_keys=ON")
+                if not readonly:
+                    self._conn.execute("PRAGMA journal_mode=WAL")
+                    self._conn.execute("PRAGMA synchronous=NORMAL")
+                    self._conn.execute("PRAGMA foreign_keys=ON")
+                self._columns = {
+                    table: {row[1] for row in self._conn.execute(f"PRAGMA table_info({table})")}
+                    for table in ("campaigns", "runs")
+                }
         except BaseException:
             self._conn.close()
             raise
@@ -208,6 +317,11 @@ class ResultsDB:
         """Accept a tlasim database, create one in an empty file, refuse anything else."""
         app_id, version, tables = self._identity()
         if app_id == 0 and version == 0 and not tables:
+            if self.readonly:
+                raise ConfigError(
+                    f"{self.path} is empty: it holds no results (a campaign with --db "
+                    "fills it); it was left as it was"
+                )
             # Re-read inside a write transaction: another campaign may have
             # created the schema since, and must not be created twice.
             with self._transaction():
@@ -234,11 +348,21 @@ class ResultsDB:
                 f"this tlasim reads schema {SCHEMA_VERSION}); upgrade tlasim or pass another --db"
             )
         missing = {"campaigns", "runs"} - set(tables)
-        if version < SCHEMA_VERSION or missing:
+        if version < 1 or missing:
             raise ConfigError(
                 f"{self.path} is a damaged tlasim results database (schema {version}, "
                 f"missing tables: {', '.join(sorted(missing)) or 'none'})"
             )
+        if version < SCHEMA_VERSION and not self.readonly:
+            self._upgrade()
+
+    def _upgrade(self) -> None:
+        """Bring a schema 1 file to schema 2: add the seal and shrunk-plan columns."""
+        with self._transaction():
+            if self._identity()[1] == 1:
+                for statement in UPGRADE_1_TO_2:
+                    self._conn.execute(statement)
+                self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
@@ -282,6 +406,65 @@ class ResultsDB:
     ) -> None:
         self.close()
 
+    # ---- reading rows, checked ----
+
+    def _select(self, alias: str, table: str, columns: Sequence[str]) -> str:
+        """Column expressions; a column a schema 1 file lacks reads as NULL."""
+        return ", ".join(
+            f"{alias}.{c}" if c in self._columns[table] else "NULL" for c in columns
+        )
+
+    def _changed(self, table: str, key: str, detail: str) -> ConfigError:
+        return ConfigError(
+            f"{self.path}: this database was changed after tlasim wrote it (by hand or "
+            f"by another program): table {table}, row {key}: {detail}; tlasim will not "
+            "trust it: restore a copy, or run the campaign again into another --db"
+        )
+
+    def _decoded(
+        self, table: str, columns: Sequence[str], row: Sequence[Any], key: str
+    ) -> tuple[dict[str, Any], bool]:
+        """A row's values by column, each checked for its type and the row for its seal.
+
+        Returns the values (without the seal) and whether the row was sealed.
+        """
+        values = dict(zip(columns, row, strict=True))
+        for column, value in values.items():
+            problem = _column_problem(column, value)
+            if problem is not None:
+                raise self._changed(table, key, f"column {column} holds {_shown(value)}; "
+                                    f"expected {problem}")
+            if _COLUMN_KINDS[column][0] == _REAL:
+                values[column] = float(value)
+        seal = values.pop("seal")
+        if seal is not None and seal != _seal(table, values):
+            raise self._changed(
+                table, key, "its values no longer match the seal tlasim stored with them"
+            )
+        return values, seal is not None
+
+    def _campaign_of(self, row: Sequence[Any]) -> tuple[Campaign, bool]:
+        values, sealed = self._decoded("campaigns", _CAMPAIGN_ROW, row, f"id {_shown(row[0])}")
+        if values["seed_stop"] <= values["seed_start"]:
+            raise self._changed(
+                "campaigns", f"id {values['id']}",
+                f"seeds {values['seed_start']}:{values['seed_stop']} are not a range",
+            )
+        return _campaign(values), sealed
+
+    def _run_of(self, row: Sequence[Any]) -> tuple[SeedOutcome, ShrunkRun | None, bool]:
+        key = f"campaign {_shown(row[0])} seed {_shown(row[1])}"
+        values, sealed = self._decoded("runs", _RUN_ROW, row, key)
+        outcome = SeedOutcome(**{_field(c): values[c] for c in RUN_COLUMNS})
+        shrunk = None
+        if values["shrunk_plan"] is not None:
+            if values["shrunk_outcome"] is None:
+                raise self._changed("runs", key, "it has a shrunk plan but no shrunk outcome")
+            shrunk = ShrunkRun(
+                values["shrunk_plan"], values["shrunk_outcome"], values["shrunk_failure"]
+            )
+        return outcome, shrunk, sealed
+
     # ---- campaigns ----
 
     def open_campaign(
@@ -304,17 +487,30 @@ class ResultsDB:
         """
         if seeds.step != 1:
             raise ConfigError(f"seed range {seeds}: a campaign sweeps consecutive seeds")
+        if seeds.start < 0 or seeds.stop > SEED_MAX + 1:
+            raise ConfigError(f"seed range {seeds}: seeds are integers from 0 to {SEED_MAX}")
+        self._writable()
         with self._guard(), self._transaction():
             found = self._find_campaign(protocol, bug, seeds, options)
             if found is None:
+                created = _now()
                 cursor = self._conn.execute(
                     "INSERT INTO campaigns (protocol, bug, seed_start, seed_stop, options,"
                     " validate, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (protocol, bug, seeds.start, seeds.stop, options, validate, _now()),
+                    (protocol, bug, seeds.start, seeds.stop, options, validate, created),
                 )
                 campaign_id = cursor.lastrowid
                 assert campaign_id is not None
-                return self.campaign(campaign_id)
+                values = {
+                    "id": campaign_id, "protocol": protocol, "bug": bug,
+                    "seed_start": seeds.start, "seed_stop": seeds.stop, "options": options,
+                    "validate": validate, "created": created,
+                }
+                self._conn.execute(
+                    "UPDATE campaigns SET seal = ? WHERE id = ?",
+                    (_seal("campaigns", values), campaign_id),
+                )
+                return _campaign(values)
         if not resume:
             done = len(self.finished_seeds(found.id))
             raise ConfigError(
@@ -329,50 +525,59 @@ class ResultsDB:
             )
         return found
 
+    def _writable(self) -> None:
+        if self.readonly:
+            raise InternalError(f"{self.path} was opened read-only, yet something writes to it")
+
     def _find_campaign(
         self, protocol: str, bug: str | None, seeds: range, options: str
     ) -> Campaign | None:
         row = self._conn.execute(
-            f"SELECT {', '.join(CAMPAIGN_COLUMNS)} FROM campaigns WHERE protocol = ?"
-            " AND IFNULL(bug, '') = IFNULL(?, '') AND seed_start = ? AND seed_stop = ?"
-            " AND options = ?",
+            f"SELECT {self._select('c', 'campaigns', _CAMPAIGN_ROW)} FROM campaigns AS c"
+            " WHERE c.protocol = ? AND IFNULL(c.bug, '') = IFNULL(?, '') AND c.seed_start = ?"
+            " AND c.seed_stop = ? AND c.options = ?",
             (protocol, bug, seeds.start, seeds.stop, options),
         ).fetchone()
-        return None if row is None else _campaign(row)
+        return None if row is None else self._campaign_of(row)[0]
 
     def campaign(self, campaign_id: int) -> Campaign:
         with self._guard():
             row = self._conn.execute(
-                f"SELECT {', '.join(CAMPAIGN_COLUMNS)} FROM campaigns WHERE id = ?",
+                f"SELECT {self._select('c', 'campaigns', _CAMPAIGN_ROW)} FROM campaigns AS c"
+                " WHERE c.id = ?",
                 (campaign_id,),
             ).fetchone()
         if row is None:
             raise ConfigError(f"{self.path} holds no campaign {campaign_id}")
-        return _campaign(row)
+        return self._campaign_of(row)[0]
 
     def campaigns(self) -> list[Campaign]:
         with self._guard():
             rows = self._conn.execute(
-                f"SELECT {', '.join(CAMPAIGN_COLUMNS)} FROM campaigns ORDER BY id"
+                f"SELECT {self._select('c', 'campaigns', _CAMPAIGN_ROW)} FROM campaigns AS c"
+                " ORDER BY c.id"
             ).fetchall()
-        return [_campaign(row) for row in rows]
+        return [self._campaign_of(row)[0] for row in rows]
 
     # ---- runs ----
 
     def record(self, campaign_id: int, outcomes: Sequence[SeedOutcome]) -> None:
         """Commit a finished batch: all of its seeds, or (killed midway) none."""
+        self._writable()
         finished = _now()
-        rows = [
-            (campaign_id, *(getattr(o, _field(c)) for c in RUN_COLUMNS), finished)
-            for o in outcomes
-        ]
-        placeholders = ", ".join("?" * (len(RUN_COLUMNS) + 2))
+        rows = []
+        for o in outcomes:
+            values: dict[str, Any] = {"campaign": campaign_id}
+            values.update((c, getattr(o, _field(c))) for c in RUN_COLUMNS)
+            values["tlc_seconds"] = float(values["tlc_seconds"])
+            values["finished"] = finished
+            values.update(dict.fromkeys(SHRUNK_COLUMNS))
+            rows.append((*values.values(), _seal("runs", values)))
+        placeholders = ", ".join("?" * len(_RUN_ROW))
         try:
             with self._guard(), self._transaction():
                 self._conn.executemany(
-                    f"INSERT INTO runs (campaign, {', '.join(RUN_COLUMNS)}, finished)"
-                    f" VALUES ({placeholders})",
-                    rows,
+                    f"INSERT INTO runs ({', '.join(_RUN_ROW)}) VALUES ({placeholders})", rows
                 )
         except sqlite3.IntegrityError as exc:
             seeds = ", ".join(str(o.seed) for o in outcomes)
@@ -380,6 +585,30 @@ class ResultsDB:
                 f"{self.path}: a seed of campaign {campaign_id} among {seeds} is already "
                 f"recorded ({exc}); is another campaign resuming the same one?"
             ) from None
+
+    def record_shrunk(self, campaign_id: int, seed: int, shrunk: ShrunkRun) -> None:
+        """Store the shrunk plan of a recorded failure, with what the run did under it."""
+        self._writable()
+        where = "r.campaign = ? AND r.seed = ?"
+        with self._guard(), self._transaction():
+            row = self._conn.execute(
+                f"SELECT {self._select('r', 'runs', _RUN_ROW)} FROM runs AS r WHERE {where}",
+                (campaign_id, seed),
+            ).fetchone()
+            if row is None:
+                raise ConfigError(f"{self.path} holds no run {campaign_id}:{seed}")
+            values, sealed = self._decoded(
+                "runs", _RUN_ROW, row, f"campaign {campaign_id} seed {seed}"
+            )
+            values.update(shrunk_plan=shrunk.plan_json, shrunk_outcome=shrunk.outcome,
+                          shrunk_failure=shrunk.failure)
+            # A row of schema 1 stays unsealed: sealing it now would vouch for it.
+            seal = _seal("runs", values) if sealed else None
+            self._conn.execute(
+                "UPDATE runs SET shrunk_plan = ?, shrunk_outcome = ?, shrunk_failure = ?,"
+                " seal = ? WHERE campaign = ? AND seed = ?",
+                (shrunk.plan_json, shrunk.outcome, shrunk.failure, seal, campaign_id, seed),
+            )
 
     def finished_seeds(self, campaign_id: int) -> set[int]:
         with self._guard():
@@ -392,10 +621,11 @@ class ResultsDB:
         """Every recorded seed of a campaign, in seed order."""
         with self._guard():
             rows = self._conn.execute(
-                f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE campaign = ? ORDER BY seed",
+                f"SELECT {self._select('r', 'runs', _RUN_ROW)} FROM runs AS r"
+                " WHERE r.campaign = ? ORDER BY r.seed",
                 (campaign_id,),
             ).fetchall()
-        return [_outcome(row) for row in rows]
+        return [self._run_of(row)[0] for row in rows]
 
     def failures(self, campaign_id: int | None = None) -> list[RunRecord]:
         """Failed or rejected runs, of one campaign or of all, by campaign and seed."""
@@ -413,23 +643,30 @@ class ResultsDB:
         if len(found) == 1:
             return found[0]
         if not found:
-            raise ConfigError(f"{self.path} holds no run {failure_id!r}")
+            raise ConfigError(f"{self.path} holds no run {_shown(failure_id)}")
         choices = ", ".join(r.failure_id for r in found)
         raise ConfigError(
             f"{self.path}: seed {seed} was run by several campaigns; name one of {choices}"
         )
 
     def _records(self, where: str, params: tuple[Any, ...]) -> list[RunRecord]:
-        columns = [f"c.{c}" for c in CAMPAIGN_COLUMNS] + [f"r.{c}" for c in RUN_COLUMNS]
+        columns = ", ".join(
+            (self._select("c", "campaigns", _CAMPAIGN_ROW), self._select("r", "runs", _RUN_ROW))
+        )
         with self._guard():
             rows = self._conn.execute(
-                f"SELECT {', '.join(columns)} FROM runs AS r"
+                f"SELECT {columns} FROM runs AS r"
                 f" JOIN campaigns AS c ON c.id = r.campaign WHERE {where}"
                 " ORDER BY r.campaign, r.seed",
                 params,
             ).fetchall()
-        split = len(CAMPAIGN_COLUMNS)
-        return [RunRecord(_campaign(row[:split]), _outcome(row[split:])) for row in rows]
+        split = len(_CAMPAIGN_ROW)
+        records = []
+        for row in rows:
+            campaign, campaign_sealed = self._campaign_of(row[:split])
+            outcome, shrunk, run_sealed = self._run_of(row[split:])
+            records.append(RunRecord(campaign, outcome, shrunk, campaign_sealed and run_sealed))
+        return records
 
 
 def _field(column: str) -> str:
@@ -437,8 +674,7 @@ def _field(column: str) -> str:
     return "plan_json" if column == "plan" else column
 
 
-def _campaign(row: Sequence[Any]) -> Campaign:
-    values = dict(zip(CAMPAIGN_COLUMNS, row, strict=True))
+def _campaign(values: dict[str, Any]) -> Campaign:
     return Campaign(
         id=values["id"],
         protocol=values["protocol"],
@@ -450,24 +686,52 @@ def _campaign(row: Sequence[Any]) -> Campaign:
     )
 
 
-def _outcome(row: Sequence[Any]) -> SeedOutcome:
-    return SeedOutcome(**{_field(c): v for c, v in zip(RUN_COLUMNS, row, strict=True)})
+def _column_problem(column: str, value: Any) -> str | None:
+    """What `column` should hold, when `value` is not that; None when it is."""
+    kind, nullable, allowed = _COLUMN_KINDS[column]
+    if value is None and nullable:
+        return None
+    if kind == _TEXT:
+        fits = isinstance(value, str)
+    elif kind == _INT:
+        fits = isinstance(value, int) and value >= 0
+    else:
+        fits = isinstance(value, int | float) and math.isfinite(value) and value >= 0
+    if fits and (allowed is None or value in allowed):
+        return None
+    expected = {_TEXT: "text", _INT: "an integer >= 0", _REAL: "a finite number >= 0"}[kind]
+    if allowed is not None:
+        expected = "one of " + ", ".join(allowed)
+    return expected + (" or NULL" if nullable else "")
 
 
-def _check_file(path: Path) -> None:
-    """Refuse, before SQLite opens it, a path that cannot be a results database."""
-    if path.is_dir():
-        raise ConfigError(f"results database {path}: is a directory")
-    try:
-        with path.open("rb") as stream:
-            head = stream.read(len(SQLITE_MAGIC))
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise ConfigError(f"results database {path}: cannot read: {exc}") from None
+def _seal(table: str, values: dict[str, Any]) -> str:
+    """A hash of a row's values (all but the seal), in column order."""
+    text = json.dumps([table, list(values.items())], separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """A value from the file, quoted with its control characters escaped, and short."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
+def _check_file(path: Path) -> bool:
+    """Refuse, before SQLite opens it, a path that cannot be a results database.
+
+    Returns whether the file exists. Only a regular file is opened at all, so
+    a FIFO or a device given as --db never blocks or streams forever.
+    """
+    if not check_regular_file(path, "results database"):
+        return False
+    # The limit is moot: only the first bytes are read.
+    with open_regular_file(path, "results database", limit=2**62) as stream:
+        head = stream.read(len(SQLITE_MAGIC))
     # An empty file is an empty SQLite database, which is ours to fill.
     if head and head != SQLITE_MAGIC:
         raise ConfigError(
             f"{path} is not a tlasim results database (not a SQLite file); "
             "it was left untouched, pass another --db"
         )
+    return True

@@ -25,23 +25,24 @@ from faults.plan import FaultPlan
 from protocols import get_protocol
 from protocols.errors import ConfigError
 from sim.campaign.executors import make_executor
-from sim.campaign.results import ResultsDB, SeedOutcome
+from sim.campaign.results import SEED_MAX, VALIDATE_MODES, Campaign, ResultsDB, SeedOutcome
 from sim.drift.revision import source_revision
 from sim.kernel.options import NetworkOptions, SimOptions
-from sim.kernel.simulation import OUTCOME_OK, RunResult
+from sim.kernel.simulation import OUTCOME_OK
 from sim.run.runner import run_seed
 
 __all__ = [
     "VALIDATE_MODES",
     "SeedOutcome",
     "batches",
+    "identity_changes",
     "options_json",
     "parse_seed_range",
+    "plan_json",
     "run_batch",
     "run_campaign",
 ]
 
-VALIDATE_MODES = ("all", "failures", "none")
 
 
 def parse_seed_range(text: str) -> range:
@@ -54,9 +55,12 @@ def parse_seed_range(text: str) -> range:
             start = int(text)
             end = start + 1
     except ValueError:
-        raise ConfigError(f"--seeds {text!r}: expected A:B (integers, B > A) or one seed") from None
-    if start < 0 or end <= start:
-        raise ConfigError(f"--seeds {text!r}: expected 0 <= A < B")
+        # int() also refuses integers of thousands of digits: never a seed.
+        raise ConfigError(
+            f"--seeds {text[:40]!r}: expected A:B (integers, B > A) or one seed"
+        ) from None
+    if start < 0 or end <= start or end > SEED_MAX + 1:
+        raise ConfigError(f"--seeds {text!r}: expected 0 <= A < B <= {SEED_MAX + 1}")
     return range(start, end)
 
 
@@ -121,7 +125,7 @@ def run_batch(
                     crashes=result.stats.crashes,
                     messages_lost=result.stats.messages_lost,
                     messages_duplicated=result.stats.messages_duplicated,
-                    plan_json=_plan_json(result),
+                    plan_json=plan_json(result.plan),
                     validation=validation,
                     rejection=rejection,
                     tlc_seconds=tlc_seconds,
@@ -149,9 +153,9 @@ def _validate_batch(validate: str, runs: list[tuple[int, Path, Any]]) -> dict[in
     return {seed: verdict for (seed, _), verdict in zip(wanted, verdicts, strict=True)}
 
 
-def _plan_json(result: RunResult) -> str:
-    """The fault plan a run carried out, as compact JSON (FaultPlan.from_dict reads it)."""
-    return json.dumps(result.plan.to_dict(), sort_keys=True, separators=(",", ":"))
+def plan_json(plan: FaultPlan) -> str:
+    """A fault plan as compact JSON, as the results database stores it."""
+    return json.dumps(plan.to_dict(), sort_keys=True, separators=(",", ":"))
 
 
 def options_json(
@@ -212,6 +216,57 @@ def stored_run_options(text: str) -> tuple[SimOptions, dict[str, Any]]:
     return options, overrides
 
 
+def identity_changes(old: Campaign, protocol: str, bug: str | None, seeds: range,
+                     options: str) -> list[str]:
+    """What differs between campaign `old` and a campaign with this key, part by part.
+
+    Such as `source_revision sha256:1f… -> sha256:9c…` (the protocol's code
+    changed) or `protocol_options {"rm_count":3} -> {"rm_count":4}`.
+    """
+    changes = []
+    if old.protocol != protocol:
+        changes.append(f"protocol {old.protocol} -> {protocol}")
+    if old.bug != bug:
+        changes.append(f"bug {old.bug} -> {bug}")
+    if old.seeds != seeds:
+        changes.append(
+            f"seeds {old.seeds.start}:{old.seeds.stop} -> {seeds.start}:{seeds.stop}"
+        )
+    try:
+        before, after = json.loads(old.options), json.loads(options)
+    except ValueError:
+        before, after = old.options, options
+    if not (isinstance(before, dict) and isinstance(after, dict)):
+        return changes + ([] if before == after else ["options"])
+    for key in sorted(before.keys() | after.keys()):
+        if before.get(key) != after.get(key):
+            shown = [json.dumps(side.get(key), sort_keys=True, separators=(",", ":"))
+                     for side in (before, after)]
+            changes.append(f"{key} {shown[0]} -> {shown[1]}")
+    return changes
+
+
+def _resume_note(store: ResultsDB, earlier: list[Campaign], campaign: Campaign,
+                 done: int, resume: bool) -> str | None:
+    """What `--resume` did: continue a campaign, or (and why) start a new one."""
+    if not resume:
+        return None
+    if any(c.id == campaign.id for c in earlier):
+        return f"resuming {campaign.describe()}: {done} of {len(campaign.seeds)} seeds finished"
+    key = (campaign.protocol, campaign.bug, campaign.seeds, campaign.options)
+    alike = [c for c in earlier if (c.protocol, c.bug) == (campaign.protocol, campaign.bug)]
+    if not alike:
+        return (f"--resume: {store.path} holds no {campaign.protocol} campaign"
+                + (f" with bug {campaign.bug}" if campaign.bug else "")
+                + f", so there is nothing to resume; starting {campaign.describe()}")
+    # The closest earlier campaign: the one that differs in the fewest parts.
+    changes = min((identity_changes(c, *key) for c in alike), key=len)
+    closest = next(c for c in alike if identity_changes(c, *key) == changes)
+    return (f"--resume: not resuming {closest.describe()}: its identity differs in "
+            f"{'; '.join(changes)}; starting {campaign.describe()}, which runs every seed "
+            "(the earlier results stay in the database)")
+
+
 def batches(seeds: Sequence[int], batch_size: int) -> Iterator[list[int]]:
     for start in range(0, len(seeds), batch_size):
         yield list(seeds[start : start + batch_size])
@@ -233,14 +288,17 @@ def run_campaign(
     dask: str | bool | None = None,
     on_batch: Callable[[list[SeedOutcome]], None] | None = None,
     on_resume: Callable[[list[SeedOutcome]], None] | None = None,
+    on_open: Callable[[Campaign, str | None], None] | None = None,
 ) -> list[SeedOutcome]:
     """Run every seed of `seeds` not yet recorded; return all of them, in seed order.
 
     `db` records each batch as it finishes. `resume` continues the campaign
     with the same key (protocol, bug, seed range, options) in `db`; without
     it, such a campaign is an error, so a sweep is never run twice into one
-    database by accident. `on_resume` hears once of the seeds recorded
-    before, `on_batch` of each new batch after it is recorded.
+    database by accident. `on_open` hears of the campaign in `db` and, with
+    `resume`, a note that says whether it was resumed or (and why) started
+    afresh. `on_resume` hears once of the seeds recorded before, `on_batch`
+    of each new batch after it is recorded.
 
     `dask` runs batches on the Dask scheduler at that address, or on a new
     LocalCluster of `workers` processes when True; otherwise `workers`
@@ -262,12 +320,16 @@ def run_campaign(
         campaign_id = None
         outcomes: list[SeedOutcome] = []
         if store is not None:
-            campaign_id = store.open_campaign(
+            earlier = store.campaigns()
+            campaign = store.open_campaign(
                 protocol, bug, seeds,
                 campaign_options_json(protocol, options, protocol_overrides),
                 validate, resume=resume,
-            ).id
+            )
+            campaign_id = campaign.id
             outcomes = store.outcomes(campaign_id)
+            if on_open is not None:
+                on_open(campaign, _resume_note(store, earlier, campaign, len(outcomes), resume))
             if outcomes and on_resume is not None:
                 on_resume(list(outcomes))
         finished = {o.seed for o in outcomes}

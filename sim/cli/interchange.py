@@ -14,8 +14,9 @@ from pathlib import Path
 
 import click
 
-from sim.cli.support import exit_code_help, guarded
+from sim.cli.support import exit_code_help, guarded, refuse_overwrite
 from tracing.codec import read_trace
+from tracing.inputs import check_regular_file
 from tracing.interchange.foreign import load_foreign_trace
 from tracing.interchange.itf import write_itf
 
@@ -39,6 +40,11 @@ def export(
     spec_dirs: tuple[Path, ...],
 ) -> None:
     """Write TRACE in another tool's trace format."""
+    refuse_overwrite({"--out": out_path}, {"TRACE": trace_path, "--mapping": mapping_path})
+    # Refused before any reader opens them: a FIFO or a device never blocks the export.
+    check_regular_file(trace_path, "trace")
+    if mapping_path is not None:
+        check_regular_file(mapping_path, "--mapping")
     if mapping_path is not None:
         trace = load_foreign_trace(trace_path, mapping_path, list(spec_dirs) or None)
     else:

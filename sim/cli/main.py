@@ -1,6 +1,6 @@
 """The `tlasim` command line: one run, the bug zoo, trace validation, spec checks.
 
-The campaign family (campaign, repro, search, shrink) lives in
+The campaign family (campaign, repro, failures, search, shrink) lives in
 sim/cli/campaign.py; what all commands share lives in sim/cli/support.py.
 """
 
@@ -15,7 +15,7 @@ from rich.table import Table
 
 from protocols import get_protocol
 from sim import exitcodes
-from sim.cli.campaign import campaign, repro, search, shrink
+from sim.cli.campaign import campaign, failures, repro, search, shrink
 from sim.cli.corpus import corpus
 from sim.cli.drift import drift
 from sim.cli.interchange import export
@@ -27,7 +27,9 @@ from sim.cli.support import (
     out,
     parse_assignments,
     print_options,
+    printable,
     protocol_argument,
+    refuse_overwrite,
 )
 from sim.cli.validate import validate
 from sim.kernel.options import SimOptions
@@ -75,6 +77,7 @@ def run(
     """Run one seed of PROTOCOL and report the result."""
     definition = get_protocol(protocol)
     check_bug(protocol, bug)
+    refuse_overwrite({"--trace": trace_path}, {"--plan": plan_path})
     options = SimOptions(
         faults=fault_plan(fault_mode, plan_path),
         trace_format=trace_format,
@@ -105,7 +108,7 @@ def run(
         where = f" (trace step {result.failing_step})" if result.failing_step is not None else ""
         out.print(f"failure: {result.failure}{where}", markup=False)
     if trace_path is not None and scratch is None:
-        out.print(f"trace={trace_path}", markup=False)
+        out.print(f"trace={printable(trace_path)}", markup=False)
     code = {
         OUTCOME_OK: exitcodes.OK,
         OUTCOME_SAFETY: exitcodes.SAFETY,
@@ -126,7 +129,7 @@ def run(
     if liveness_bound != SimOptions().liveness_bound_ticks:
         extra += ["--liveness-bound", str(liveness_bound)]
     command = reproduce_command(protocol, seed, bug, plan_path, protocol_overrides, extra)
-    out.print(f"reproduce: {command}", markup=False)
+    out.print(f"reproduce: {printable(command)}", markup=False)
     if code != exitcodes.OK:
         sys.exit(code)
 
@@ -173,5 +176,5 @@ def check_specs(names: tuple[str, ...], manifest: Path | None, jobs: int) -> Non
         sys.exit(exitcodes.SPEC_MISMATCH)
 
 
-for command in (campaign, repro, search, shrink, validate, export, corpus, drift):
+for command in (campaign, repro, failures, search, shrink, validate, export, corpus, drift):
     main.add_command(command)

@@ -8,6 +8,8 @@ because that is a bug in tlasim.
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +33,7 @@ from protocols.errors import (
 from sim import exitcodes
 from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_SAFETY
 from tracing.codec import HEADER_EVENT, read_trace, thaw
+from tracing.inputs import PLAN_MAX_BYTES, read_regular_file
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -44,8 +47,30 @@ err = Console(
 )
 
 
+# Characters a terminal acts on rather than shows: C0 and C1 controls (ESC
+# starts an ANSI escape), DEL, line and paragraph separators, and the marks
+# and overrides that reorder text.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def printable(text: object) -> str:
+    """`text` (a value from a file) with every control character shown as an escape.
+
+    A newline, a carriage return or an ANSI escape in a file name, a failure
+    message or a database field could otherwise forge lines of tlasim's
+    output (a fake ACCEPTED) or restyle the terminal.
+    """
+    return _UNPRINTABLE.sub(_escape, str(text))
+
+
 def fail(code: int, message: str) -> NoReturn:
-    err.print(f"tlasim: error: {message}", markup=False)
+    # One line, whatever values the message quotes.
+    err.print(f"tlasim: error: {printable(message)}", markup=False)
     sys.exit(code)
 
 
@@ -106,13 +131,36 @@ def parse_assignments(pairs: Sequence[str], what: str) -> dict[str, Any]:
     return values
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        # One of them does not exist (yet): the same path is still the same file.
+        return a.resolve() == b.resolve()
+
+
+def refuse_overwrite(
+    outputs: Mapping[str, Path | None], inputs: Mapping[str, Path | None]
+) -> None:
+    """Refuse to write any output over a file the command reads.
+
+    Both maps go from the option's name (`--trace`, `DB`) to its path or
+    None. Paths are compared as files (symlinks and hard links included),
+    so `--trace ./results.db` is caught as surely as `--trace results.db`.
+    """
+    for out_name, out_path in outputs.items():
+        for in_name, in_path in inputs.items():
+            if out_path is not None and in_path is not None and _same_file(out_path, in_path):
+                raise ConfigError(
+                    f"{out_name} {out_path} is {in_name}, which this command reads; "
+                    f"writing {out_name} would overwrite it: give {out_name} another path"
+                )
+
+
 def fault_plan(mode: str, plan_path: Path | None) -> FaultPlan | None:
     """None means swarm: the seed draws the plan."""
     if plan_path is not None:
-        try:
-            data = plan_path.read_bytes()
-        except OSError as exc:
-            raise ConfigError(f"--plan {plan_path}: cannot read it: {exc.strerror}") from None
+        data = read_regular_file(plan_path, "--plan", PLAN_MAX_BYTES)
         if _is_trace(data):
             return _plan_of_trace(plan_path)
         return FaultPlan.from_json(data.decode("utf-8", errors="replace"), where=str(plan_path))

@@ -61,12 +61,15 @@ def reproduce_command(
     protocol_overrides: Sequence[str] = (),
     extra: Sequence[str] = (),
 ) -> str:
-    """The `tlasim run` command that replays a run; `extra` holds further options."""
+    """The `tlasim run` command that replays a run; `extra` holds further options.
+
+    The plan's path is absolute, so the command works from any folder.
+    """
     command = ["tlasim", "run", protocol, "--seed", str(seed)]
     if bug:
         command += ["--bug", bug]
     if plan_path is not None:
-        command += ["--plan", str(plan_path)]
+        command += ["--plan", str(Path(plan_path).resolve())]
     for assignment in protocol_overrides:
         command += ["--set", assignment]
     return shlex.join([*command, *extra])
