@@ -44,217 +44,63 @@ say which run to replay without looking anything up.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from protocols.errors import ConfigError, InternalError
-from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
+from sim.campaign.records import (
+    CAMPAIGN_ROW,
+    FAILED,
+    RUN_COLUMNS,
+    RUN_ROW,
+    SCHEMA,
+    SCHEMA_VERSION,
+    SEED_MAX,
+    SHRUNK_COLUMNS,
+    UPGRADE_1_TO_2,
+    VALIDATE_MODES,
+    Campaign,
+    RunRecord,
+    SeedOutcome,
+    ShrunkRun,
+    campaign_of,
+    column_problem,
+    field_of,
+    format_failure_id,
+    is_real,
+    parse_failure_id,
+    seal_of,
+    shown,
+)
 from tracing.inputs import check_regular_file, open_regular_file
 
+__all__ = [
+    "APPLICATION_ID",
+    "SCHEMA_VERSION",
+    "SEED_MAX",
+    "VALIDATE_MODES",
+    "Campaign",
+    "ResultsDB",
+    "RunRecord",
+    "SeedOutcome",
+    "ShrunkRun",
+    "format_failure_id",
+    "parse_failure_id",
+]
+
 APPLICATION_ID = 0x544C4153  # "TLAS": marks a SQLite file as a tlasim results database
-SCHEMA_VERSION = 2
-SEED_MAX = 2**63 - 1  # SQLite's largest INTEGER: a seed the database can hold
 SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite 3 file
 BUSY_TIMEOUT_SECONDS = 30.0  # how long a reader or a second writer waits for a lock
-
-# Split on semicolons when created, so none may appear inside a statement or comment.
-SCHEMA = """
-CREATE TABLE campaigns (
-    id INTEGER PRIMARY KEY,
-    protocol TEXT NOT NULL,
-    bug TEXT,                    -- NULL: the correct protocol
-    seed_start INTEGER NOT NULL,
-    seed_stop INTEGER NOT NULL,  -- exclusive, as in range()
-    options TEXT NOT NULL,       -- canonical JSON of the run options
-    validate TEXT NOT NULL,      -- all, failures or none
-    created TEXT NOT NULL,       -- ISO 8601, UTC
-    seal TEXT                    -- hash of the row's values (NULL in rows of schema 1)
-);
--- One campaign per key: a rerun of the same sweep must --resume it.
--- IFNULL because UNIQUE treats every NULL bug as distinct.
-CREATE UNIQUE INDEX campaign_key
-    ON campaigns (protocol, IFNULL(bug, ''), seed_start, seed_stop, options);
-CREATE TABLE runs (
-    campaign INTEGER NOT NULL REFERENCES campaigns (id),
-    seed INTEGER NOT NULL,
-    outcome TEXT NOT NULL,       -- ok, safety or liveness
-    failure TEXT,                -- the broken property and message
-    steps INTEGER NOT NULL,
-    last_tick INTEGER NOT NULL,
-    crashes INTEGER NOT NULL,
-    messages_lost INTEGER NOT NULL,
-    messages_duplicated INTEGER NOT NULL,
-    plan TEXT NOT NULL,          -- JSON of the fault plan the run carried out
-    validation TEXT NOT NULL,    -- accepted, rejected or skipped
-    rejection TEXT,              -- TLC's summary, when rejected
-    tlc_seconds REAL NOT NULL,
-    trace_path TEXT,             -- where the trace was kept, if it was
-    finished TEXT NOT NULL,      -- ISO 8601, UTC, when the parent recorded it
-    shrunk_plan TEXT,            -- JSON of the shrunk fault plan, once the failure is shrunk
-    shrunk_outcome TEXT,         -- the outcome under the shrunk plan
-    shrunk_failure TEXT,         -- the broken property and message under the shrunk plan
-    seal TEXT,                   -- hash of the row's values (NULL in rows of schema 1)
-    PRIMARY KEY (campaign, seed)
-) WITHOUT ROWID;
-CREATE INDEX runs_failures ON runs (campaign, seed)
-    WHERE outcome != 'ok' OR validation = 'rejected';
-"""
-
-# Schema 1 lacked these; ALTER TABLE adds them when a writer opens such a file.
-UPGRADE_1_TO_2 = (
-    "ALTER TABLE campaigns ADD COLUMN seal TEXT",
-    "ALTER TABLE runs ADD COLUMN shrunk_plan TEXT",
-    "ALTER TABLE runs ADD COLUMN shrunk_outcome TEXT",
-    "ALTER TABLE runs ADD COLUMN shrunk_failure TEXT",
-    "ALTER TABLE runs ADD COLUMN seal TEXT",
-)
-
-RUN_COLUMNS = (
-    "seed", "outcome", "failure", "steps", "last_tick", "crashes", "messages_lost",
-    "messages_duplicated", "plan", "validation", "rejection", "tlc_seconds", "trace_path",
-)
-SHRUNK_COLUMNS = ("shrunk_plan", "shrunk_outcome", "shrunk_failure")
-CAMPAIGN_COLUMNS = ("id", "protocol", "bug", "seed_start", "seed_stop", "options", "validate",
-                    "created")
-FAILED = "(r.outcome != 'ok' OR r.validation = 'rejected')"
-OUTCOMES = (OUTCOME_OK, OUTCOME_SAFETY, OUTCOME_LIVENESS)
-VALIDATIONS = ("accepted", "rejected", "skipped")
-VALIDATE_MODES = ("all", "failures", "none")
-
-# What each column may hold: a type (None allowed when the type is in a
-# tuple with NoneType) and, for some, the only values allowed.
-_TEXT, _INT, _REAL = "text", "an integer", "a number"
-_COLUMN_KINDS: dict[str, tuple[str, bool, tuple[str, ...] | None]] = {
-    # column: (kind, may be NULL, allowed values)
-    "id": (_INT, False, None),
-    "protocol": (_TEXT, False, None),
-    "bug": (_TEXT, True, None),
-    "seed_start": (_INT, False, None),
-    "seed_stop": (_INT, False, None),
-    "options": (_TEXT, False, None),
-    "validate": (_TEXT, False, VALIDATE_MODES),
-    "created": (_TEXT, False, None),
-    "campaign": (_INT, False, None),
-    "seed": (_INT, False, None),
-    "outcome": (_TEXT, False, OUTCOMES),
-    "failure": (_TEXT, True, None),
-    "steps": (_INT, False, None),
-    "last_tick": (_INT, False, None),
-    "crashes": (_INT, False, None),
-    "messages_lost": (_INT, False, None),
-    "messages_duplicated": (_INT, False, None),
-    "plan": (_TEXT, False, None),
-    "validation": (_TEXT, False, VALIDATIONS),
-    "rejection": (_TEXT, True, None),
-    "tlc_seconds": (_REAL, False, None),
-    "trace_path": (_TEXT, True, None),
-    "finished": (_TEXT, False, None),
-    "shrunk_plan": (_TEXT, True, None),
-    "shrunk_outcome": (_TEXT, True, OUTCOMES),
-    "shrunk_failure": (_TEXT, True, None),
-    "seal": (_TEXT, True, None),
-}
-
-
-@dataclass(frozen=True, slots=True)
-class SeedOutcome:
-    """What one seed of a campaign did: one row of `runs`."""
-
-    seed: int
-    outcome: str  # ok, safety or liveness
-    failure: str | None
-    steps: int
-    last_tick: int
-    crashes: int
-    messages_lost: int
-    messages_duplicated: int
-    plan_json: str  # the fault plan the run carried out, as JSON
-    validation: str  # accepted, rejected or skipped
-    rejection: str | None  # TLC's summary of the first unexplained step, when rejected
-    tlc_seconds: float
-    trace_path: str | None  # kept for failures and rejections
-
-    @property
-    def failed(self) -> bool:
-        return self.outcome != OUTCOME_OK or self.validation == "rejected"
-
-
-@dataclass(frozen=True, slots=True)
-class Campaign:
-    id: int
-    protocol: str
-    bug: str | None
-    seeds: range
-    options: str  # canonical JSON of the run options
-    validate: str
-    created: str
-
-    def describe(self) -> str:
-        seeds = f"--seeds {self.seeds.start}:{self.seeds.stop}"
-        bug = f" --bug {self.bug}" if self.bug else ""
-        return f"campaign {self.id} ({self.protocol} {seeds}{bug})"
-
-
-@dataclass(frozen=True, slots=True)
-class ShrunkRun:
-    """A failure's shrunk fault plan, and what the run did under it."""
-
-    plan_json: str
-    outcome: str
-    failure: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class RunRecord:
-    """A recorded run with its campaign: everything `tlasim repro` needs."""
-
-    campaign: Campaign
-    outcome: SeedOutcome
-    shrunk: ShrunkRun | None = None
-    sealed: bool = True  # False: a row of schema 1, which has no seal to check
-
-    @property
-    def failure_id(self) -> str:
-        return format_failure_id(self.campaign.id, self.outcome.seed)
-
-
-def format_failure_id(campaign_id: int, seed: int) -> str:
-    return f"{campaign_id}:{seed}"
-
-
-def parse_failure_id(text: str) -> tuple[int | None, int]:
-    """`CAMPAIGN:SEED`, or a bare `SEED` when the database holds one campaign with it."""
-    campaign_text, sep, seed_text = text.strip().rpartition(":")
-    problem = "expected CAMPAIGN:SEED, such as 1:8812, or a seed"
-    try:
-        seed = int(seed_text)
-        campaign = int(campaign_text) if sep else None
-    except ValueError:
-        seed, campaign = -1, None
-    else:
-        problem = f"a campaign and a seed are integers from 0 to {SEED_MAX}"
-    if not 0 <= seed <= SEED_MAX or (campaign is not None and not 0 <= campaign <= SEED_MAX):
-        raise ConfigError(f"failure id {_shown(text)}: {problem}")
-    return campaign, seed
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-# Every column of a row as read to check it: the seal covers all but itself.
-_CAMPAIGN_ROW = (*CAMPAIGN_COLUMNS, "seal")
-_RUN_ROW = ("campaign", *RUN_COLUMNS, "finished", *SHRUNK_COLUMNS, "seal")
 
 
 class ResultsDB:
@@ -430,32 +276,32 @@ class ResultsDB:
         """
         values = dict(zip(columns, row, strict=True))
         for column, value in values.items():
-            problem = _column_problem(column, value)
+            problem = column_problem(column, value)
             if problem is not None:
-                raise self._changed(table, key, f"column {column} holds {_shown(value)}; "
+                raise self._changed(table, key, f"column {column} holds {shown(value)}; "
                                     f"expected {problem}")
-            if _COLUMN_KINDS[column][0] == _REAL:
+            if is_real(column):
                 values[column] = float(value)
         seal = values.pop("seal")
-        if seal is not None and seal != _seal(table, values):
+        if seal is not None and seal != seal_of(table, values):
             raise self._changed(
                 table, key, "its values no longer match the seal tlasim stored with them"
             )
         return values, seal is not None
 
     def _campaign_of(self, row: Sequence[Any]) -> tuple[Campaign, bool]:
-        values, sealed = self._decoded("campaigns", _CAMPAIGN_ROW, row, f"id {_shown(row[0])}")
+        values, sealed = self._decoded("campaigns", CAMPAIGN_ROW, row, f"id {shown(row[0])}")
         if values["seed_stop"] <= values["seed_start"]:
             raise self._changed(
                 "campaigns", f"id {values['id']}",
                 f"seeds {values['seed_start']}:{values['seed_stop']} are not a range",
             )
-        return _campaign(values), sealed
+        return campaign_of(values), sealed
 
     def _run_of(self, row: Sequence[Any]) -> tuple[SeedOutcome, ShrunkRun | None, bool]:
-        key = f"campaign {_shown(row[0])} seed {_shown(row[1])}"
-        values, sealed = self._decoded("runs", _RUN_ROW, row, key)
-        outcome = SeedOutcome(**{_field(c): values[c] for c in RUN_COLUMNS})
+        key = f"campaign {shown(row[0])} seed {shown(row[1])}"
+        values, sealed = self._decoded("runs", RUN_ROW, row, key)
+        outcome = SeedOutcome(**{field_of(c): values[c] for c in RUN_COLUMNS})
         shrunk = None
         if values["shrunk_plan"] is not None:
             if values["shrunk_outcome"] is None:
@@ -508,9 +354,9 @@ class ResultsDB:
                 }
                 self._conn.execute(
                     "UPDATE campaigns SET seal = ? WHERE id = ?",
-                    (_seal("campaigns", values), campaign_id),
+                    (seal_of("campaigns", values), campaign_id),
                 )
-                return _campaign(values)
+                return campaign_of(values)
         if not resume:
             done = len(self.finished_seeds(found.id))
             raise ConfigError(
@@ -533,7 +379,7 @@ class ResultsDB:
         self, protocol: str, bug: str | None, seeds: range, options: str
     ) -> Campaign | None:
         row = self._conn.execute(
-            f"SELECT {self._select('c', 'campaigns', _CAMPAIGN_ROW)} FROM campaigns AS c"
+            f"SELECT {self._select('c', 'campaigns', CAMPAIGN_ROW)} FROM campaigns AS c"
             " WHERE c.protocol = ? AND IFNULL(c.bug, '') = IFNULL(?, '') AND c.seed_start = ?"
             " AND c.seed_stop = ? AND c.options = ?",
             (protocol, bug, seeds.start, seeds.stop, options),
@@ -543,7 +389,7 @@ class ResultsDB:
     def campaign(self, campaign_id: int) -> Campaign:
         with self._guard():
             row = self._conn.execute(
-                f"SELECT {self._select('c', 'campaigns', _CAMPAIGN_ROW)} FROM campaigns AS c"
+                f"SELECT {self._select('c', 'campaigns', CAMPAIGN_ROW)} FROM campaigns AS c"
                 " WHERE c.id = ?",
                 (campaign_id,),
             ).fetchone()
@@ -554,7 +400,7 @@ class ResultsDB:
     def campaigns(self) -> list[Campaign]:
         with self._guard():
             rows = self._conn.execute(
-                f"SELECT {self._select('c', 'campaigns', _CAMPAIGN_ROW)} FROM campaigns AS c"
+                f"SELECT {self._select('c', 'campaigns', CAMPAIGN_ROW)} FROM campaigns AS c"
                 " ORDER BY c.id"
             ).fetchall()
         return [self._campaign_of(row)[0] for row in rows]
@@ -568,16 +414,16 @@ class ResultsDB:
         rows = []
         for o in outcomes:
             values: dict[str, Any] = {"campaign": campaign_id}
-            values.update((c, getattr(o, _field(c))) for c in RUN_COLUMNS)
+            values.update((c, getattr(o, field_of(c))) for c in RUN_COLUMNS)
             values["tlc_seconds"] = float(values["tlc_seconds"])
             values["finished"] = finished
             values.update(dict.fromkeys(SHRUNK_COLUMNS))
-            rows.append((*values.values(), _seal("runs", values)))
-        placeholders = ", ".join("?" * len(_RUN_ROW))
+            rows.append((*values.values(), seal_of("runs", values)))
+        placeholders = ", ".join("?" * len(RUN_ROW))
         try:
             with self._guard(), self._transaction():
                 self._conn.executemany(
-                    f"INSERT INTO runs ({', '.join(_RUN_ROW)}) VALUES ({placeholders})", rows
+                    f"INSERT INTO runs ({', '.join(RUN_ROW)}) VALUES ({placeholders})", rows
                 )
         except sqlite3.IntegrityError as exc:
             seeds = ", ".join(str(o.seed) for o in outcomes)
@@ -592,18 +438,18 @@ class ResultsDB:
         where = "r.campaign = ? AND r.seed = ?"
         with self._guard(), self._transaction():
             row = self._conn.execute(
-                f"SELECT {self._select('r', 'runs', _RUN_ROW)} FROM runs AS r WHERE {where}",
+                f"SELECT {self._select('r', 'runs', RUN_ROW)} FROM runs AS r WHERE {where}",
                 (campaign_id, seed),
             ).fetchone()
             if row is None:
                 raise ConfigError(f"{self.path} holds no run {campaign_id}:{seed}")
             values, sealed = self._decoded(
-                "runs", _RUN_ROW, row, f"campaign {campaign_id} seed {seed}"
+                "runs", RUN_ROW, row, f"campaign {campaign_id} seed {seed}"
             )
             values.update(shrunk_plan=shrunk.plan_json, shrunk_outcome=shrunk.outcome,
                           shrunk_failure=shrunk.failure)
             # A row of schema 1 stays unsealed: sealing it now would vouch for it.
-            seal = _seal("runs", values) if sealed else None
+            seal = seal_of("runs", values) if sealed else None
             self._conn.execute(
                 "UPDATE runs SET shrunk_plan = ?, shrunk_outcome = ?, shrunk_failure = ?,"
                 " seal = ? WHERE campaign = ? AND seed = ?",
@@ -621,7 +467,7 @@ class ResultsDB:
         """Every recorded seed of a campaign, in seed order."""
         with self._guard():
             rows = self._conn.execute(
-                f"SELECT {self._select('r', 'runs', _RUN_ROW)} FROM runs AS r"
+                f"SELECT {self._select('r', 'runs', RUN_ROW)} FROM runs AS r"
                 " WHERE r.campaign = ? ORDER BY r.seed",
                 (campaign_id,),
             ).fetchall()
@@ -643,7 +489,7 @@ class ResultsDB:
         if len(found) == 1:
             return found[0]
         if not found:
-            raise ConfigError(f"{self.path} holds no run {_shown(failure_id)}")
+            raise ConfigError(f"{self.path} holds no run {shown(failure_id)}")
         choices = ", ".join(r.failure_id for r in found)
         raise ConfigError(
             f"{self.path}: seed {seed} was run by several campaigns; name one of {choices}"
@@ -651,7 +497,7 @@ class ResultsDB:
 
     def _records(self, where: str, params: tuple[Any, ...]) -> list[RunRecord]:
         columns = ", ".join(
-            (self._select("c", "campaigns", _CAMPAIGN_ROW), self._select("r", "runs", _RUN_ROW))
+            (self._select("c", "campaigns", CAMPAIGN_ROW), self._select("r", "runs", RUN_ROW))
         )
         with self._guard():
             rows = self._conn.execute(
@@ -660,61 +506,13 @@ class ResultsDB:
                 " ORDER BY r.campaign, r.seed",
                 params,
             ).fetchall()
-        split = len(_CAMPAIGN_ROW)
+        split = len(CAMPAIGN_ROW)
         records = []
         for row in rows:
             campaign, campaign_sealed = self._campaign_of(row[:split])
             outcome, shrunk, run_sealed = self._run_of(row[split:])
             records.append(RunRecord(campaign, outcome, shrunk, campaign_sealed and run_sealed))
         return records
-
-
-def _field(column: str) -> str:
-    """The SeedOutcome attribute stored in `column`."""
-    return "plan_json" if column == "plan" else column
-
-
-def _campaign(values: dict[str, Any]) -> Campaign:
-    return Campaign(
-        id=values["id"],
-        protocol=values["protocol"],
-        bug=values["bug"],
-        seeds=range(values["seed_start"], values["seed_stop"]),
-        options=values["options"],
-        validate=values["validate"],
-        created=values["created"],
-    )
-
-
-def _column_problem(column: str, value: Any) -> str | None:
-    """What `column` should hold, when `value` is not that; None when it is."""
-    kind, nullable, allowed = _COLUMN_KINDS[column]
-    if value is None and nullable:
-        return None
-    if kind == _TEXT:
-        fits = isinstance(value, str)
-    elif kind == _INT:
-        fits = isinstance(value, int) and value >= 0
-    else:
-        fits = isinstance(value, int | float) and math.isfinite(value) and value >= 0
-    if fits and (allowed is None or value in allowed):
-        return None
-    expected = {_TEXT: "text", _INT: "an integer >= 0", _REAL: "a finite number >= 0"}[kind]
-    if allowed is not None:
-        expected = "one of " + ", ".join(allowed)
-    return expected + (" or NULL" if nullable else "")
-
-
-def _seal(table: str, values: dict[str, Any]) -> str:
-    """A hash of a row's values (all but the seal), in column order."""
-    text = json.dumps([table, list(values.items())], separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-
-
-def _shown(value: Any, limit: int = 60) -> str:
-    """A value from the file, quoted with its control characters escaped, and short."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 4] + "...'"
 
 
 def _check_file(path: Path) -> bool:

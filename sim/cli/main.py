@@ -1,7 +1,8 @@
 """The `tlasim` command line: one run, the bug zoo, trace validation, spec checks.
 
-The campaign family (campaign, repro, failures, search, shrink) lives in
-sim/cli/campaign.py; what all commands share lives in sim/cli/support.py.
+The campaign family (campaign, search, shrink) lives in sim/cli/campaign.py,
+the commands that read a results database (repro, failures) in
+sim/cli/repro.py; what all commands share lives in sim/cli/support.py.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from rich.table import Table
 
 from protocols import get_protocol
 from sim import exitcodes
-from sim.cli.campaign import campaign, failures, repro, search, shrink
+from sim.cli.campaign import campaign, search, shrink
 from sim.cli.corpus import corpus
 from sim.cli.drift import drift
 from sim.cli.interchange import export
+from sim.cli.repro import failures, repro
 from sim.cli.support import (
     check_bug,
     exit_code_help,
