@@ -421,3 +421,50 @@ def test_values_from_a_database_cannot_forge_output_lines(tmp_path: Path) -> Non
         assert code in (exitcodes.OK, exitcodes.USAGE), output
         assert "\x1b" not in output, output
         assert not any(line.startswith("ACCEPTED") for line in output.splitlines()), output
+
+
+# ---- a replay that differs is explained as surely as the database allows ----
+
+
+def _forged_failure_db(path: Path) -> Path:
+    """A database whose one row claims a failure that twopc seed 7 does not have."""
+    from sim.campaign.sweep import campaign_options_json
+
+    with ResultsDB(path) as db:
+        campaign = db.open_campaign("twopc", None, range(0, 10),
+                                    campaign_options_json("twopc", None, {}), "none",
+                                    resume=False)
+        db.record(campaign.id, [SAFETY])
+    return path
+
+
+def test_an_intact_row_that_does_not_replay_is_a_bug_in_tlasim(tmp_path: Path) -> None:
+    db = _forged_failure_db(tmp_path / "results.db")
+    result = CliRunner().invoke(main, ["repro", str(db), "1:7"])
+    assert result.exit_code == exitcodes.INTERNAL, result.output
+    assert "its row is intact, so the simulator is not deterministic" in result.output
+
+
+def test_an_unsealed_row_that_does_not_replay_names_both_causes(tmp_path: Path) -> None:
+    db = _forged_failure_db(tmp_path / "results.db")
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE runs SET seal = NULL")
+    conn.execute("UPDATE campaigns SET seal = NULL")
+    conn.commit()
+    conn.close()
+    code, output = invoke("repro", str(db), "1:7")
+    assert code == exitcodes.USAGE, output
+    assert "changed by hand or the simulator is not deterministic" in output
+
+
+def test_repro_after_a_code_change_says_the_replay_runs_todays_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sim.campaign.sweep as sweep
+
+    db = _forged_failure_db(tmp_path / "results.db")
+    monkeypatch.setattr(sweep, "source_revision", lambda files: "sha256:changed")
+    code, output = invoke("repro", str(db), "1:7")
+    assert code == exitcodes.USAGE, output
+    assert "the protocol's code changed since this campaign" in output
+    assert "check out that revision" in output
