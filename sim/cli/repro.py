@@ -182,7 +182,7 @@ def failures(db_path: Path, campaign_id: int | None, output_format: str) -> None
     rows = [_failure_row(db_path, r) for r in records]
     if output_format == "json":
         document = {"db": str(db_path.resolve()), "runs": runs, "failures": rows}
-        out.print(json.dumps(document, indent=2), markup=False, soft_wrap=True)
+        click.echo(json.dumps(document, indent=2))
         return
     if not rows:
         out.print(f"no failures among {runs} recorded runs in {printable(db_path)}",

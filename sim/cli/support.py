@@ -40,9 +40,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Rich assumes 80 columns when output is not a terminal; tables piped to a
 # file or a CI log read better wider.
 _PIPED_WIDTH = 120
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else _PIPED_WIDTH)
+# emoji=False: rich would turn a ":smile:" in a logged value into an emoji.
+out = Console(
+    highlight=False, soft_wrap=True, emoji=False,
+    width=None if sys.stdout.isatty() else _PIPED_WIDTH,
+)
 err = Console(
-    stderr=True, highlight=False, soft_wrap=True,
+    stderr=True, highlight=False, soft_wrap=True, emoji=False,
     width=None if sys.stderr.isatty() else _PIPED_WIDTH,
 )
 

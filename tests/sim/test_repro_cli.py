@@ -410,17 +410,30 @@ def test_printable_shows_control_characters_and_ansi_escapes_as_escapes() -> Non
 
 
 def test_values_from_a_database_cannot_forge_output_lines(tmp_path: Path) -> None:
+    from sim.campaign.sweep import campaign_options_json
+
     forged = replace(
-        SAFETY, failure="agreement: x\nACCEPTED: all good\x1b[32m",
+        SAFETY, failure="agreement: x\nACCEPTED: all good\x1b[32m :smile:",
         trace_path="t\n\x1b[0m.ndjson",
     )
-    db = small_db(tmp_path / "results\n.db", OK, forged)
-    for args in (("failures", str(db)), ("repro", str(db), "1:0"),
+    db = tmp_path / "results\n.db"
+    with ResultsDB(db) as store:
+        campaign = store.open_campaign("twopc", None, range(0, 10),
+                                       campaign_options_json("twopc", None, {}), "none",
+                                       resume=False)
+        store.record(campaign.id, [OK, forged])
+    outputs = {}
+    for args in (("failures", str(db)), ("repro", str(db), "1:0"), ("repro", str(db), "1:7"),
                  ("failures", str(db), "--format", "json")):
-        code, output = invoke(*args)
-        assert code in (exitcodes.OK, exitcodes.USAGE), output
+        result = CliRunner().invoke(main, list(args))
+        output = outputs[args] = result.output
+        # 70 for 1:7: its intact row claims a failure the replay does not have.
+        assert result.exit_code in (exitcodes.OK, exitcodes.USAGE, exitcodes.INTERNAL), output
         assert "\x1b" not in output, output
+        assert "\U0001f604" not in output, output
         assert not any(line.startswith("ACCEPTED") for line in output.splitlines()), output
+    shown = "recorded: safety: agreement: x\\x0aACCEPTED: all good\\x1b[32m :smile:"
+    assert shown in outputs[("repro", str(db), "1:7")]
 
 
 # ---- a replay that differs is explained as surely as the database allows ----
