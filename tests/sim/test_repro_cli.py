@@ -56,6 +56,7 @@ def bug_campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, s
     """A campaign whose first failure was shrunk: (db, the shrunk failure's id, output)."""
     folder = tmp_path_factory.mktemp("campaign")
     db = folder / "results.db"
+    before = os.environ.get("TLASIM_FAILURE_DIR")
     os.environ["TLASIM_FAILURE_DIR"] = str(folder / "failures")
     try:
         code, output = invoke(
@@ -64,7 +65,10 @@ def bug_campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, s
             "--trace-dir", str(folder / "traces"), "--shrink", "1",
         )
     finally:
-        del os.environ["TLASIM_FAILURE_DIR"]
+        if before is None:
+            del os.environ["TLASIM_FAILURE_DIR"]
+        else:
+            os.environ["TLASIM_FAILURE_DIR"] = before
     assert code == exitcodes.SAFETY, output
     repro_line = next(line for line in output.splitlines() if "tlasim repro" in line)
     return db, repro_line.split()[-1], output
