@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench check-specs clean
+.PHONY: demo test test-quick lint bench check-specs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +18,13 @@ demo: $(STAMP)
 	$(BIN)/tlasim campaign shardsplit --seeds 1:21 --validate all
 	$(BIN)/tlasim campaign snapshot --seeds 1:21 --validate all
 
+# The whole suite; tests marked `slow` (fuzzing, long sweeps) run at the
+# bounded counts CI can afford. test-quick leaves them out for local work.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+test-quick: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check sim protocols faults tracing tests bench
