@@ -141,7 +141,7 @@ def test_line_separators_inside_strings_do_not_split_a_record(tmp_path: Path) ->
         ([{"action": "A", "vars": {"#set": []}}], ":1: vars must map names to values"),
         ([{"action": "A", "vars": {"x": {"#bag": []}}}], ":1: vars['x']: unknown tag '#bag'"),
         ([{"action": "A", "vars": {"x": 0.5}}], ":1: vars['x']: 0.5 is a float"),
-        ([{"action": "A", "vars": {}, "ts": "soon"}], ":1: ts must be int"),
+        ([{"action": "A", "vars": {}, "ts": "soon"}], ":1: ts must be an integer"),
         ([{"action": "A", "vars": {}, "params": []}], ":1: params must be an object"),
         ([{"msg": "tla_trace", "entry": "{oops"}], ":1: the entry string is not JSON"),
         ([INIT, "[1, 2]"], ":2: a trace record must be an object"),
@@ -176,7 +176,7 @@ def test_file_that_is_neither_ndjson_nor_msgpack_is_refused(tmp_path: Path) -> N
 
 
 def test_missing_file_is_a_trace_format_error(tmp_path: Path) -> None:
-    with pytest.raises(TraceFormatError, match="cannot read the trace"):
+    with pytest.raises(TraceFormatError, match="cannot read it: No such file"):
         read_trace(tmp_path / "absent.ndjson")
 
 
