@@ -132,8 +132,9 @@ def _optional(where: str, record: dict[str, Any], field: str, kind: type) -> Any
     if value is not None and (
         type(value) is not kind or (type(value) is int and not INT_MIN <= value <= INT_MAX)
     ):
+        what = "an integer of at most 64 bits" if kind is int else "a string"
         raise TraceFormatError(
-            f"{where}: {field} must be {'an integer of at most 64 bits' if kind is int else 'a string'}, not "
+            f"{where}: {field} must be {what}, not "
             f"{short_repr(value)} (set {field} = \"\" under [fields] to leave it unread)"
         )
     return value
