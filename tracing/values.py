@@ -280,8 +280,10 @@ def _too_deep() -> _Unsupported:
 
 def _freeze(v: Any, depth: int) -> Any:
     t = type(v)
-    if t is str or t is int or t is bool or t is Record or t is FnMap:
+    if t is str or t is bool or t is Record or t is FnMap:
         return v
+    if t is int:
+        return _checked_int(v)
     if depth >= MAX_DEPTH and (t in (tuple, list, frozenset, set) or isinstance(v, Mapping)):
         raise _too_deep()
     depth += 1
@@ -322,8 +324,16 @@ def _freeze(v: Any, depth: int) -> Any:
     if isinstance(v, str):
         return str.__str__(v)
     if isinstance(v, int) and not isinstance(v, bool):
-        return int(v)
+        return _checked_int(int(v))
     raise _unsupported(v)
+
+
+def _checked_int(n: int) -> int:
+    if INT_MIN <= n <= INT_MAX:
+        return n
+    # Python cannot even print an integer of thousands of digits, nor sort it
+    # by its text, so the bound is checked before anything else meets it.
+    raise _Unsupported(f"the integer {_short_int(n)} does not fit in 64 bits")
 
 
 # --- to_json ----------------------------------------------------------------
@@ -340,6 +350,11 @@ def to_json(value: Any, where: str = "value") -> Any:
     except _Unsupported as exc:
         freeze(value, where)  # walks again, slowly, to name the path
         raise InternalError(f"to_json refused a value that freeze accepts: {exc}") from exc
+    except ValueError:
+        # Sorting a set by text met an integer of thousands of digits, which
+        # Python cannot print; freeze names it.
+        freeze(value, where)
+        raise
     except RecursionError:
         # Only a value nested in Records built one by one gets here: freeze
         # refuses every other value deeper than MAX_DEPTH.
@@ -462,7 +477,14 @@ def _canonical_order(values: Iterable[Any]) -> list[Any]:
 
 def canonical_json(value: Any) -> str:
     """The one canonical JSON text of a value (sorted keys, no spaces)."""
-    return json.dumps(to_json(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    encoded = to_json(value)
+    try:
+        return json.dumps(encoded, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except ValueError:
+        # An integer past 64 bits that freeze did not see (in a plain dict):
+        # freeze names it; anything else is a bug.
+        freeze(value)
+        raise
 
 
 # --- from_json --------------------------------------------------------------
@@ -487,9 +509,7 @@ def _dec(o: Any, depth: int) -> Any:
     if t is str or t is bool:
         return o
     if t is int:
-        if INT_MIN <= o <= INT_MAX:
-            return o
-        raise _Unsupported(f"the integer {_short_int(o)} does not fit in 64 bits")
+        return _checked_int(o)
     if t is list:
         if depth >= MAX_DEPTH:
             raise _too_deep()
