@@ -15,6 +15,7 @@ recoverable in that sense.
 from __future__ import annotations
 
 import json
+import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields, replace
 from typing import Any, Literal, TypeAlias
@@ -26,6 +27,12 @@ WINDOW_KINDS: tuple[WindowKind, ...] = ("loss", "duplicate", "delay")
 Link: TypeAlias = tuple[str, str]  # (source node, destination node)
 
 SCHEMA = 1
+# Ticks, counts and seeds are 64-bit integers (what SQLite and msgpack hold);
+# Python could not even print one of thousands of digits in an error.
+PLAN_INT_MIN, PLAN_INT_MAX = -(2**63), 2**63 - 1
+# A plan is a few levels deep; Python's JSON parser recurses, so a hostile
+# plan nested thousands deep must be refused, not crash it.
+_PLAN_FIELDS = ("schema", "heal_tick", "crashes", "windows", "partitions")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,11 +163,11 @@ class FaultPlan:
         if not isinstance(data, Mapping):
             raise ConfigError(f"{where}: expected a JSON object, got {type(data).__name__}")
         schema = data.get("schema", SCHEMA)
-        if isinstance(schema, bool) or not isinstance(schema, int) or schema != SCHEMA:
-            raise ConfigError(f"{where}: schema {data.get('schema')!r} is not {SCHEMA}")
-        unknown = sorted(set(data) - {"schema", "heal_tick", "crashes", "windows", "partitions"})
+        if type(schema) is not int or schema != SCHEMA:
+            raise ConfigError(f"{where}: schema {_shown(data.get('schema'))} is not {SCHEMA}")
+        unknown = _names(set(data) - set(_PLAN_FIELDS))
         if unknown:
-            raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}")
+            raise ConfigError(f"{where}: unknown field(s) {unknown}")
         plan = cls(
             crashes=tuple(
                 _build(Crash, item, f"{where}: crashes[{i}]")
@@ -183,7 +190,9 @@ class FaultPlan:
     def from_json(cls, text: str, where: str = "fault plan") -> FaultPlan:
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except RecursionError:
+            raise ConfigError(f"{where}: not a fault plan: JSON nested too deep") from None
+        except ValueError as exc:  # also an integer past Python's 4300 digits
             raise ConfigError(f"{where}: not JSON: {exc}") from None
         return cls.from_dict(data, where)
 
@@ -258,34 +267,38 @@ class FaultPlan:
                 named += [a, b]
         for p in self.partitions:
             named += [*p.src, *p.dst]
-        unknown = sorted(set(named) - known)
+        unknown = _names(set(named) - known)
         if unknown:
             raise ConfigError(
-                f"{where}: unknown node(s) {', '.join(unknown)}; this run has {', '.join(nodes)}"
+                f"{where}: unknown node(s) {unknown}; this run has {', '.join(nodes)}"
             )
 
 
 def _check_types(plan: FaultPlan, where: str) -> None:
     """Plans built in Python skip `from_dict`'s checks; ticks must stay integers."""
     def is_int(value: Any) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool)
+        return type(value) is int and PLAN_INT_MIN <= value <= PLAN_INT_MAX
 
+    # Fields are named by index: a plan's repr would print the bad value whole.
     ints: list[tuple[Any, str]] = [(plan.heal_tick, "heal_tick")]
-    for c in plan.crashes:
-        ints += [(c.tick, f"{c}.tick"), (c.restart_ticks, f"{c}.restart_ticks"),
-                 (c.after_steps, f"{c}.after_steps")]
+    for i, c in enumerate(plan.crashes):
+        ints += [(c.tick, f"crashes[{i}].tick"), (c.restart_ticks, f"crashes[{i}].restart_ticks"),
+                 (c.after_steps, f"crashes[{i}].after_steps")]
         if not isinstance(c.node, str):
-            raise ConfigError(f"{where}: {c}: node must be a string")
-    for w in plan.windows:
-        ints += [(w.start, f"{w}.start"), (w.end, f"{w}.end"),
-                 (w.delay_ticks_max, f"{w}.delay_ticks_max"), (w.seed, f"{w}.seed")]
-        if isinstance(w.probability, bool) or not isinstance(w.probability, int | float):
-            raise ConfigError(f"{where}: {w}: probability must be a number")
-    for p in plan.partitions:
-        ints += [(p.start, f"{p}.start"), (p.end, f"{p}.end")]
+            raise ConfigError(f"{where}: crash node {_shown(c.node)} must be a string")
+    for i, w in enumerate(plan.windows):
+        ints += [(w.start, f"windows[{i}].start"), (w.end, f"windows[{i}].end"),
+                 (w.delay_ticks_max, f"windows[{i}].delay_ticks_max"),
+                 (w.seed, f"windows[{i}].seed")]
+        if type(w.probability) not in (int, float):
+            raise ConfigError(
+                f"{where}: window probability {_shown(w.probability)} must be a number"
+            )
+    for i, p in enumerate(plan.partitions):
+        ints += [(p.start, f"partitions[{i}].start"), (p.end, f"partitions[{i}].end")]
     for value, name in ints:
         if not is_int(value):
-            raise ConfigError(f"{where}: {name}={value!r}: must be an integer")
+            raise ConfigError(f"{where}: {name}={_shown(value)}: must be a 64-bit integer")
 
 
 def _window_dict(w: Window) -> dict[str, Any]:
@@ -312,9 +325,44 @@ def _list(data: Mapping[str, Any], key: str, where: str) -> list[Any]:
 
 
 def _int(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{where}: expected an integer, got {value!r}")
+    if type(value) is not int:
+        raise ConfigError(f"{where}: expected an integer, got {_shown(value)}")
+    if not PLAN_INT_MIN <= value <= PLAN_INT_MAX:
+        raise ConfigError(f"{where}: expected a 64-bit integer, got {_shown(value)}")
     return value
+
+
+class _ShortRepr(reprlib.Repr):
+    """repr cut short, and sized rather than printed for a huge integer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxstring = 60
+        self.maxother = 60
+
+    def repr_int(self, x: int, level: int) -> str:
+        if -(10**30) < x < 10**30:
+            return str(x)
+        return f"<an integer of {x.bit_length()} bits>"
+
+
+_SHORT_REPR = _ShortRepr()
+
+
+def _shown(value: Any) -> str:
+    """A value from a plan file, for a message: escaped, short, never an error itself."""
+    try:
+        return _SHORT_REPR.repr(value)
+    except (RecursionError, ValueError):
+        return f"<a {type(value).__name__} too large to show>"
+
+
+def _names(names: Iterable[Any]) -> str:
+    """Names for a message, sorted; one that is not a printable string is escaped,
+    so a newline or a terminal escape in a plan cannot forge a line of output."""
+    shown = [n if isinstance(n, str) and n.isprintable() else _shown(n) for n in names]
+    return ", ".join(sorted(shown))
 
 
 _FIELD_TYPES: dict[str, str] = {
@@ -329,25 +377,28 @@ def _build(cls: type[Any], item: Any, where: str) -> Any:
     if not isinstance(item, Mapping):
         raise ConfigError(f"{where}: expected a JSON object")
     names = {f.name for f in fields(cls)}
-    unknown = sorted(set(item) - names)
+    unknown = _names(set(item) - names)
     if unknown:
-        raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}")
+        raise ConfigError(f"{where}: unknown field(s) {unknown}")
     kwargs: dict[str, Any] = {}
     for name, value in item.items():
         kind = _FIELD_TYPES[name]
         if kind == "int":
             kwargs[name] = _int(value, f"{where}.{name}")
         elif kind == "float":
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ConfigError(f"{where}.{name}: expected a number, got {value!r}")
-            kwargs[name] = float(value)
+            if type(value) is int:
+                # float() of an integer past 1e308 raises; no probability is one.
+                value = float(value) if -2 <= value <= 2 else float("inf")
+            if type(value) is not float:
+                raise ConfigError(f"{where}.{name}: expected a number, got {_shown(value)}")
+            kwargs[name] = value
         elif kind == "bool":
             if not isinstance(value, bool):
-                raise ConfigError(f"{where}.{name}: expected true or false, got {value!r}")
+                raise ConfigError(f"{where}.{name}: expected true or false, got {_shown(value)}")
             kwargs[name] = value
         elif kind == "str":
             if not isinstance(value, str):
-                raise ConfigError(f"{where}.{name}: expected a string, got {value!r}")
+                raise ConfigError(f"{where}.{name}: expected a string, got {_shown(value)}")
             kwargs[name] = value
         elif kind == "nodes":
             if not isinstance(value, list) or not all(isinstance(n, str) for n in value):

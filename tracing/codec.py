@@ -17,6 +17,7 @@ order, so the caller fixes the field order and the bytes are deterministic.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -25,7 +26,16 @@ from typing import Any, BinaryIO, Literal
 import msgpack
 
 from protocols.errors import ConfigError, InternalError, TraceFormatError
-from tracing.values import Record, from_json, to_json
+from tracing.inputs import TRACE_MAX_BYTES, open_regular_file
+from tracing.values import (
+    INT_MAX,
+    INT_MIN,
+    MAX_DEPTH,
+    Record,
+    from_json,
+    short_repr,
+    to_json,
+)
 
 __all__ = [
     "HEADER_EVENT",
@@ -35,6 +45,8 @@ __all__ = [
     "TraceFormat",
     "TraceStep",
     "TraceWriter",
+    "freeze_plain",
+    "load_json_line",
     "read_trace",
     "thaw",
     "write_trace",
@@ -75,11 +87,12 @@ class Trace:
 def read_trace(path: str | os.PathLike[str]) -> Trace:
     """Read an ndjson or msgpack trace, telling them apart by the first byte.
 
-    Raises TraceFormatError naming the file, the line and the problem.
+    Raises TraceFormatError naming the file, the line and the problem. The
+    file must be a regular file of at most TRACE_MAX_BYTES (tracing.inputs).
     """
     name = os.fspath(path)
     try:
-        with open(name, "rb") as f:
+        with open_regular_file(name, "trace", TRACE_MAX_BYTES, error=TraceFormatError) as f:
             size = os.fstat(f.fileno()).st_size
             start = _first_non_space(f)
             if start is None:
@@ -125,11 +138,20 @@ def _ndjson_records(name: str, f: BinaryIO) -> Iterator[tuple[int, str, Any]]:
     for number, raw in enumerate(f, 1):
         if not raw.strip():
             continue
-        try:
-            obj = json.loads(raw)
-        except ValueError as exc:
-            raise TraceFormatError(f"{name}:{number}: bad JSON: {exc}") from None
-        yield number, f"{name}:{number}", obj
+        yield number, f"{name}:{number}", load_json_line(raw, f"{name}:{number}")
+
+
+def load_json_line(raw: bytes | str, where: str, problem: str = "bad JSON") -> Any:
+    """One JSON text, or TraceFormatError naming `where`: bad JSON, JSON nested
+    past what Python's parser can hold, or an integer of thousands of digits."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise TraceFormatError(
+            f"{where}: JSON nested too deep (values may nest {MAX_DEPTH} levels)"
+        ) from None
+    except ValueError as exc:  # also UnicodeDecodeError and the int-digits limit
+        raise TraceFormatError(f"{where}: {problem}: {exc}") from None
 
 
 def _msgpack_records(
@@ -144,7 +166,13 @@ def _msgpack_records(
             number += 1
             consumed = start + unpacker.tell()
             yield number, f"{name}: record {number}", obj
-    except ValueError as exc:  # msgpack's FormatError, StackError, ExtraData
+    except (ValueError, msgpack.UnpackException) as exc:
+        # FormatError, StackError (nesting past msgpack's stack), ExtraData,
+        # invalid UTF-8, BufferFull (a record past the unpacker's buffer).
+        raise TraceFormatError(
+            f"{name}: record {number + 1}: bad msgpack: {type(exc).__name__}: {exc}"
+        ) from None
+    except TypeError as exc:  # a map key msgpack cannot hash (an array, say)
         raise TraceFormatError(f"{name}: record {number + 1}: bad msgpack: {exc}") from None
     if consumed != size:
         raise TraceFormatError(
@@ -165,7 +193,9 @@ class _TraceBuilder:
 
     def add(self, number: int, where: str, obj: Any) -> None:
         if type(obj) is not dict:
-            raise TraceFormatError(f"{where}: a trace record must be an object, not {obj!r:.60}")
+            raise TraceFormatError(
+                f"{where}: a trace record must be an object, not {short_repr(obj)}"
+            )
         event = obj.get("event", obj.get("msg"))
         if event == HEADER_EVENT or HEADER_EVENT in obj:
             self._add_header(where, obj)
@@ -193,7 +223,7 @@ class _TraceBuilder:
         action = obj.get("action")
         if action is not None and (type(action) is not str or not action):
             raise TraceFormatError(
-                f"{where}: the action must be a non-empty string: {action!r:.60}"
+                f"{where}: the action must be a non-empty string: {short_repr(action)}"
             )
         if action is None and "vars" not in obj:
             raise TraceFormatError(f"{where}: the step has neither an action nor vars")
@@ -221,14 +251,19 @@ class _TraceBuilder:
         if type(raw) is not dict or (
             len(raw) == 1 and isinstance(next(iter(raw)), str) and next(iter(raw)).startswith("#")
         ):
-            raise TraceFormatError(f"{where}: vars must map names to values, not {raw!r:.60}")
+            raise TraceFormatError(f"{where}: vars must map names to values, not {short_repr(raw)}")
         out: dict[str, Any] = {}
         for name in raw:
             if type(name) is not str:
-                raise TraceFormatError(f"{where}: vars key {name!r:.60} is not a string")
+                raise TraceFormatError(f"{where}: vars key {short_repr(name)} is not a string")
         for name in sorted(raw):
             value = raw[name]
-            text = repr(value)
+            try:
+                text = repr(value)
+            except RecursionError:
+                raise TraceFormatError(
+                    f"{where}: vars[{name!r}]: nests deeper than {MAX_DEPTH} levels, the limit"
+                ) from None
             last = self._last_vars.get(name)
             if last is not None and last[0] == text:
                 out[name] = last[1]
@@ -249,64 +284,114 @@ class _TraceBuilder:
 
 def _unwrap_entry(where: str, entry: Any) -> dict[str, Any]:
     if isinstance(entry, str):
-        try:
-            entry = json.loads(entry)
-        except ValueError as exc:
-            raise TraceFormatError(f"{where}: the entry string is not JSON: {exc}") from None
+        entry = load_json_line(entry, where, "the entry string is not JSON")
     if type(entry) is not dict:
-        raise TraceFormatError(f"{where}: the entry must be an object, not {entry!r:.60}")
+        raise TraceFormatError(f"{where}: the entry must be an object, not {short_repr(entry)}")
     return entry
 
 
 def _optional(where: str, obj: dict[str, Any], field: str, kind: type) -> Any:
-    value = obj.get(field)
-    if value is not None and type(value) is not kind:
-        raise TraceFormatError(f"{where}: {field} must be {kind.__name__}, not {value!r:.60}")
+    """An optional field of exactly `kind` (a bool is not an int), ints in 64 bits."""
+    value: Any = obj.get(field)
+    if value is None:
+        return None
+    if type(value) is not kind or (type(value) is int and not INT_MIN <= value <= INT_MAX):
+        raise TraceFormatError(
+            f"{where}: {field} must be {_KIND_NAMES[kind]}, not {short_repr(value)}"
+        )
     return value
+
+
+_KIND_NAMES = {int: "an integer of at most 64 bits", str: "a string"}
 
 
 def _record(where: str, obj: dict[str, Any], field: str) -> Record:
     raw = obj.get(field, {})
     if type(raw) is not dict:
-        raise TraceFormatError(f"{where}: {field} must be an object, not {raw!r:.60}")
+        raise TraceFormatError(f"{where}: {field} must be an object, not {short_repr(raw)}")
     try:
         value = from_json(raw, field)
     except TraceFormatError as exc:
         raise TraceFormatError(f"{where}: {exc}") from None
     if type(value) is not Record:
-        raise TraceFormatError(f"{where}: {field} must map names to values, not {value!r:.60}")
+        raise TraceFormatError(
+            f"{where}: {field} must map names to values, not {short_repr(value)}"
+        )
     return value
 
 
+# Header fields that name things, and the integer fields: exact types (a
+# header whose schema is `true` must not pass for schema 1).
+_HEADER_STRINGS = ("protocol", "spec", "tool_version", "source_revision", "reproduce")
+_HEADER_INTS = ("schema", "seed")
+
+
 def _decode_header(where: str, obj: dict[str, Any]) -> Record:
+    for key in obj:
+        if type(key) is not str:
+            raise TraceFormatError(f"{where}: header key {short_repr(key)} is not a string")
     schema = obj.get("schema", SCHEMA_VERSION)
-    if schema != SCHEMA_VERSION:
+    if type(schema) is not int or schema != SCHEMA_VERSION:
         raise TraceFormatError(
-            f"{where}: header schema {schema!r} is not supported (this tlasim reads "
-            f"{SCHEMA_VERSION})"
+            f"{where}: header schema {short_repr(schema)} is not supported (this tlasim reads "
+            f"{SCHEMA_VERSION}, an integer)"
         )
-    for name in ("protocol", "spec", "tool_version", "source_revision", "reproduce"):
+    for name in _HEADER_STRINGS:
         if name in obj and type(obj[name]) is not str:
-            raise TraceFormatError(f"{where}: header {name} must be a string: {obj[name]!r:.60}")
+            raise TraceFormatError(
+                f"{where}: header {name} must be a string: {short_repr(obj[name])}"
+            )
+    for name in _HEADER_INTS:
+        if name in obj and (type(obj[name]) is not int or not INT_MIN <= obj[name] <= INT_MAX):
+            raise TraceFormatError(
+                f"{where}: header {name} must be an integer of at most 64 bits: "
+                f"{short_repr(obj[name])}"
+            )
     variables = obj.get("variables", {})
-    if type(variables) is not dict or not all(type(t) is str for t in variables.values()):
+    if type(variables) is not dict or not all(
+        type(k) is str and type(t) is str for k, t in variables.items()
+    ):
         raise TraceFormatError(
-            f"{where}: header variables must map each variable to its TLA+ type: {variables!r:.60}"
+            f"{where}: header variables must map each variable to its TLA+ type: "
+            f"{short_repr(variables)}"
         )
-    fields = {k: _plain(v) for k, v in obj.items()}
+    fields = {k: freeze_plain(v, f"{where}: header {k}") for k, v in obj.items()}
     if "constants" in obj:
         fields["constants"] = _record(where, obj, "constants")
     return Record._trusted(dict(sorted(fields.items())))
 
 
-def _plain(obj: Any) -> Any:
-    """Freeze untagged JSON (options, say), keeping the floats and nulls
-    that options may hold and that no TLA+ value may."""
-    if type(obj) is dict:
-        return Record._trusted({k: _plain(obj[k]) for k in sorted(obj)})
-    if type(obj) is list:
-        return tuple(_plain(x) for x in obj)
-    return obj
+def freeze_plain(obj: Any, where: str) -> Any:
+    """Freeze untagged JSON (a header's options, say): objects become Records
+    and arrays tuples, keeping the floats and nulls that options may hold and
+    no TLA+ value may. Only what JSON can write back passes: string keys,
+    finite floats, integers of 64 bits, MAX_DEPTH levels; anything else is a
+    TraceFormatError naming `where` and the path."""
+    return _plain(obj, where, 0)
+
+
+def _plain(obj: Any, where: str, depth: int) -> Any:
+    t = type(obj)
+    if t is str or t is bool or obj is None:
+        return obj
+    if t is int:
+        if INT_MIN <= obj <= INT_MAX:
+            return obj
+        raise TraceFormatError(f"{where}: the integer {short_repr(obj)} does not fit in 64 bits")
+    if t is float:
+        if math.isfinite(obj):
+            return obj
+        raise TraceFormatError(f"{where}: {obj!r} is not a finite number")
+    if t is not dict and t is not list:
+        raise TraceFormatError(f"{where}: {short_repr(obj)} is not plain JSON")
+    if depth >= MAX_DEPTH:
+        raise TraceFormatError(f"{where}: nests deeper than {MAX_DEPTH} levels, the limit")
+    if t is list:
+        return tuple(_plain(x, f"{where}[{i}]", depth + 1) for i, x in enumerate(obj))
+    for k in obj:
+        if type(k) is not str:
+            raise TraceFormatError(f"{where}: key {short_repr(k)} is not a string")
+    return Record._trusted({k: _plain(obj[k], f"{where}.{k}", depth + 1) for k in sorted(obj)})
 
 
 # --- writing ----------------------------------------------------------------

@@ -16,23 +16,56 @@ container without sorting, so `PYTHONHASHSEED` never reaches the output.
 
 `tracing.tla.literal` writes these values as TLA+ text.
 
-Known limits, inherited from Python: `1 == True`, so a set or a function
-domain cannot hold both (TLC refuses to compare them anyway), and the empty
-function, the empty record and `<<>>` are one value in TLA+ but `Record()`,
-`FnMap()` and `()` in Python.
+Types stay TLA+'s. Python holds `1 == True` and `0 == False` (with equal
+hashes), so a set or a function domain that held both, at any depth (two
+records `[a |-> 0]` and `[a |-> FALSE]` in one set), would silently lose one
+element, and an invalid trace could pass. TLC cannot compare an integer with
+a boolean anyway, so `from_json` refuses such a set or domain, naming its
+path, as it refuses one that mixes kinds TLC cannot compare (an integer and
+a string, a set and a record). Only a container that came out smaller than
+its input needs the type-strict look, so the common path stays fast. Python
+equality between two values is still Python's: compare `canonical_json`
+texts where `0` and `FALSE` must differ.
+
+Limits (docs/trace-format.md, "Limits"): a value nests at most `MAX_DEPTH`
+containers deep, and a decoded integer fits in 64 bits. Every reader and
+writer here is recursive, so the depth limit is what keeps them far from
+Python's recursion limit.
+
+Known limit, inherited from Python: the empty function, the empty record and
+`<<>>` are one value in TLA+ but `Record()`, `FnMap()` and `()` in Python.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import reprlib
 from collections.abc import ItemsView, Iterable, Iterator, Mapping
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, NoReturn, Self, TypeVar
 
 from protocols.errors import InternalError, TraceFormatError
 
-__all__ = ["FnMap", "Record", "canonical_json", "freeze", "from_json", "to_json"]
+__all__ = [
+    "INT_MAX",
+    "INT_MIN",
+    "MAX_DEPTH",
+    "FnMap",
+    "Record",
+    "canonical_json",
+    "freeze",
+    "from_json",
+    "short_repr",
+    "strict_frozenset",
+    "to_json",
+]
+
+# How many containers deep a value may nest: far above any protocol's state
+# (a bag of records of sets is 3), far below Python's recursion limit.
+MAX_DEPTH = 100
+# A decoded integer fits in 64 bits, as msgpack's do (TLC itself checks 32).
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 
 # A JSON object with exactly one key that starts with "#" is a tag.
 _SET, _MAP, _TUP = "#set", "#map", "#tup"
@@ -65,6 +98,35 @@ _LEAVES = frozenset({str, int, bool})
 _NOT_PLAIN = re.compile(r"[\x00-\x22\\]")
 
 
+class _ShortRepr(reprlib.Repr):
+    """repr cut short: a few levels deep, long texts elided, huge integers sized."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxstring = 60
+        self.maxother = 60
+        self.maxlong = 40
+
+    def repr_int(self, x: int, level: int) -> str:
+        if -(10**30) < x < 10**30:
+            return str(x)
+        # Python will not print an integer of more than 4300 digits at all.
+        return f"<an integer of {x.bit_length()} bits>"
+
+
+_SHORT_REPR = _ShortRepr()
+
+
+def short_repr(value: Any) -> str:
+    """A value from a file, for a message: escaped (repr), short, and never an
+    exception of its own, however deep or large the value is."""
+    try:
+        return _SHORT_REPR.repr(value)
+    except (RecursionError, ValueError):  # a Record nested past Python's limit
+        return f"<a {type(value).__name__} too large to show>"
+
+
 class _Unsupported(Exception):
     """A value this module cannot represent; `path` is filled in innermost first."""
 
@@ -75,8 +137,15 @@ class _Unsupported(Exception):
 
 
 def _fail(where: str, exc: _Unsupported) -> NoReturn:
-    path = where + "".join(reversed(exc.path))
-    raise TraceFormatError(f"{path}: {exc.message}") from None
+    raise TraceFormatError(f"{where}{_path_text(exc.path)}: {exc.message}") from None
+
+
+def _path_text(innermost_first: list[str]) -> str:
+    """The path to a part, its middle left out when it is long (a deep value's)."""
+    segments = list(reversed(innermost_first))
+    if len(segments) > 12:
+        segments = [*segments[:6], f"...({len(segments) - 10} more)...", *segments[-4:]]
+    return "".join(segments)
 
 
 def _key_segment(key: Any) -> str:
@@ -185,7 +254,7 @@ _ALLOWED = "str, int, bool, tuple/list, frozenset/set, and mappings (dict, Recor
 
 def _unsupported(value: Any) -> _Unsupported:
     return _Unsupported(
-        f"a {type(value).__name__} ({value!r:.60}) is not a TLA+ value; allowed: {_ALLOWED}"
+        f"a {type(value).__name__} ({short_repr(value)}) is not a TLA+ value; allowed: {_ALLOWED}"
     )
 
 
@@ -196,23 +265,33 @@ def freeze(value: Any, where: str = "value") -> Any:
     """Return the hashable canonical form of a value built from plain containers.
 
     Raises TraceFormatError naming the path (starting at `where`) and the type
-    of the first part that is not a TLA+ value (float, None, bytes, ...).
+    of the first part that is not a TLA+ value (float, None, bytes, ...), or
+    of a part nested deeper than MAX_DEPTH.
     """
     try:
-        return _freeze(value)
+        return _freeze(value, 0)
     except _Unsupported as exc:
         _fail(where, exc)
 
 
-def _freeze(v: Any) -> Any:
+def _too_deep() -> _Unsupported:
+    return _Unsupported(f"nests deeper than {MAX_DEPTH} levels, the limit")
+
+
+def _freeze(v: Any, depth: int) -> Any:
     t = type(v)
-    if t is str or t is int or t is bool or t is Record or t is FnMap:
+    if t is str or t is bool or t is Record or t is FnMap:
         return v
+    if t is int:
+        return _checked_int(v)
+    if depth >= MAX_DEPTH and (t in (tuple, list, frozenset, set) or isinstance(v, Mapping)):
+        raise _too_deep()
+    depth += 1
     if t is tuple or t is list:
         out = []
         for i, x in enumerate(v):
             try:
-                out.append(_freeze(x))
+                out.append(_freeze(x, depth))
             except _Unsupported as exc:
                 exc.path.append(f"[{i}]")
                 raise
@@ -221,7 +300,7 @@ def _freeze(v: Any) -> Any:
         elems = []
         for x in v:
             try:
-                elems.append(_freeze(x))
+                elems.append(_freeze(x, depth))
             except _Unsupported as exc:
                 exc.path.append("{element}")
                 raise
@@ -230,12 +309,12 @@ def _freeze(v: Any) -> Any:
         pairs: dict[Any, Any] = {}
         for k, x in v.items():
             try:
-                fk = _freeze(k)
+                fk = _freeze(k, depth)
             except _Unsupported as exc:
                 exc.path.append("{key}")
                 raise
             try:
-                pairs[fk] = _freeze(x)
+                pairs[fk] = _freeze(x, depth)
             except _Unsupported as exc:
                 exc.path.append(_key_segment(k))
                 raise
@@ -245,8 +324,16 @@ def _freeze(v: Any) -> Any:
     if isinstance(v, str):
         return str.__str__(v)
     if isinstance(v, int) and not isinstance(v, bool):
-        return int(v)
+        return _checked_int(int(v))
     raise _unsupported(v)
+
+
+def _checked_int(n: int) -> int:
+    if INT_MIN <= n <= INT_MAX:
+        return n
+    # Python cannot even print an integer of thousands of digits, nor sort it
+    # by its text, so the bound is checked before anything else meets it.
+    raise _Unsupported(f"the integer {_short_int(n)} does not fit in 64 bits")
 
 
 # --- to_json ----------------------------------------------------------------
@@ -263,6 +350,17 @@ def to_json(value: Any, where: str = "value") -> Any:
     except _Unsupported as exc:
         freeze(value, where)  # walks again, slowly, to name the path
         raise InternalError(f"to_json refused a value that freeze accepts: {exc}") from exc
+    except ValueError:
+        # Sorting a set by text met an integer of thousands of digits, which
+        # Python cannot print; freeze names it.
+        freeze(value, where)
+        raise
+    except RecursionError:
+        # Only a value nested in Records built one by one gets here: freeze
+        # refuses every other value deeper than MAX_DEPTH.
+        raise TraceFormatError(
+            f"{where}: nests too deep to encode (the limit is {MAX_DEPTH} levels)"
+        ) from None
 
 
 def _enc(v: Any) -> Any:
@@ -286,7 +384,7 @@ def _enc(v: Any) -> Any:
     if isinstance(v, Mapping):
         return _enc_dict(dict(v.items()))
     if isinstance(v, str | int):
-        return _freeze(v)
+        return _freeze(v, 0)
     raise _unsupported(v)
 
 
@@ -296,7 +394,7 @@ def _enc_dict(d: dict[Any, Any]) -> Any:
             if any(isinstance(k, str) and type(k) is not str for k in d):
                 # str subclasses (StrEnum, say) must become the plain strings
                 # that decide between a record and a function.
-                return _enc(_freeze(d))
+                return _enc(_freeze(d, 0))
             keys = list(d)
             fast = _fast_sort_keys(keys)
             if fast is None:
@@ -379,7 +477,14 @@ def _canonical_order(values: Iterable[Any]) -> list[Any]:
 
 def canonical_json(value: Any) -> str:
     """The one canonical JSON text of a value (sorted keys, no spaces)."""
-    return json.dumps(to_json(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    encoded = to_json(value)
+    try:
+        return json.dumps(encoded, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except ValueError:
+        # An integer past 64 bits that freeze did not see (in a plain dict):
+        # freeze names it; anything else is a bug.
+        freeze(value)
+        raise
 
 
 # --- from_json --------------------------------------------------------------
@@ -389,35 +494,43 @@ def from_json(obj: Any, where: str = "value") -> Any:
     """Decode the tagged JSON form (also what msgpack decodes to) into frozen values.
 
     Raises TraceFormatError naming the path (starting at `where`) of a float,
-    null, bytes or bad tag.
+    null, bytes or bad tag, of an integer outside 64 bits, of a part nested
+    deeper than MAX_DEPTH, and of a set or function domain that TLC could not
+    hold (see the module docstring).
     """
     try:
-        return _dec(obj)
+        return _dec(obj, 0)
     except _Unsupported as exc:
         _fail(where, exc)
 
 
-def _dec(o: Any) -> Any:
+def _dec(o: Any, depth: int) -> Any:
     t = type(o)
-    if t is str or t is int or t is bool:
+    if t is str or t is bool:
         return o
+    if t is int:
+        return _checked_int(o)
     if t is list:
-        return tuple(_dec_items(o))
+        if depth >= MAX_DEPTH:
+            raise _too_deep()
+        return tuple(_dec_items(o, depth + 1))
     if t is dict:
+        if depth >= MAX_DEPTH:
+            raise _too_deep()
         if len(o) == 1:
             ((k, x),) = o.items()
             if type(k) is str and k.startswith("#"):
                 if k not in _TAGS:
-                    raise _Unsupported(f"unknown tag {k!r} (known: {', '.join(_TAGS)})")
+                    raise _Unsupported(f"unknown tag {short_repr(k)} (known: {', '.join(_TAGS)})")
                 try:
-                    return _dec_tagged(k, x)
+                    return _dec_tagged(k, x, depth + 1)
                 except _Unsupported as exc:
                     exc.path.append(_key_segment(k))
                     raise
         out: dict[str, Any] = {}
         for k in sorted(o, key=_str_key):
             try:
-                out[k] = _dec(o[k])
+                out[k] = _dec(o[k], depth + 1)
             except _Unsupported as exc:
                 exc.path.append(_key_segment(k))
                 raise
@@ -429,48 +542,117 @@ def _dec(o: Any) -> Any:
     raise _unsupported(o)
 
 
+def _short_int(n: int) -> str:
+    """An integer for a message: Python cannot print one of thousands of digits."""
+    if -(10**30) < n < 10**30:
+        return str(n)
+    return f"{'-' if n < 0 else ''}(about 2**{abs(n).bit_length() - 1})"
+
+
 def _str_key(k: Any) -> str:
     if type(k) is not str:
-        raise _Unsupported(f"object key {k!r} is not a string; use {{{_MAP!r}: ...}}")
+        raise _Unsupported(f"object key {short_repr(k)} is not a string; use {{{_MAP!r}: ...}}")
     return str(k)
 
 
-def _dec_items(xs: list[Any]) -> list[Any]:
+def _dec_items(xs: list[Any], depth: int) -> list[Any]:
     out = []
     for i, x in enumerate(xs):
         try:
-            out.append(_dec(x))
+            out.append(_dec(x, depth))
         except _Unsupported as exc:
             exc.path.append(f"[{i}]")
             raise
     return out
 
 
-def _check_domain(keys: list[Any]) -> None:
-    # Python equates 1 with True and 0 with False, so a set holding both
-    # would silently lose one.
-    if len({(type(k), k) for k in keys}) != len(set(keys)):
-        raise _Unsupported("holds 1 and TRUE (or 0 and FALSE), which Python cannot tell apart")
+# What TLC can compare: values of one kind. Sequences, records and functions
+# are all functions to TLC. A type not listed (a TLC model value, say) is
+# comparable with anything.
+_KINDS: dict[type, str] = {
+    int: "an integer",
+    bool: "a boolean",
+    str: "a string",
+    frozenset: "a set",
+    tuple: "a function",
+    Record: "a function",
+    FnMap: "a function",
+}
 
 
-def _dec_tagged(tag: str, x: Any) -> Any:
+def _check_kinds(values: list[Any], what: str) -> None:
+    types = set(map(type, values))
+    if len(types) < 2:
+        return
+    kinds = {_KINDS[t] for t in types if t in _KINDS}
+    if len(kinds) > 1:
+        shown = " and ".join(sorted(kinds))
+        raise _Unsupported(
+            f"{what} mixes {shown}, which TLC cannot compare; a set or a function "
+            "domain holds values of one kind"
+        )
+
+
+def _collapsed(values: list[Any], what: str) -> _Unsupported:
+    """The error for values that Python equates but TLA+ does not (0 and FALSE)."""
+    seen: dict[Any, tuple[str, Any]] = {}
+    for x in values:
+        text = _ENCODE(_enc(x))
+        if x in seen and seen[x][0] != text:
+            return _Unsupported(
+                f"{what} holds {seen[x][0]:.60} and {text:.60}, which Python cannot tell "
+                "apart (it holds 0 == FALSE and 1 == TRUE) and TLC cannot compare"
+            )
+        seen.setdefault(x, (text, x))
+    raise InternalError(f"{what} came out smaller than its input but nothing collapsed")
+
+
+def strict_frozenset(values: list[Any], what: str = "a set") -> frozenset[Any]:
+    """The set of `values`, or TraceFormatError if TLC could not hold it: its
+    values mix kinds, or two of them differ only by a boolean where the other
+    has an integer (which Python would silently merge)."""
+    try:
+        return _strict_frozenset(values, what)
+    except _Unsupported as exc:
+        _fail("value", exc)
+
+
+def _strict_frozenset(values: list[Any], what: str) -> frozenset[Any]:
+    out = frozenset(values)
+    if len(values) > 1:
+        _check_kinds(values, what)
+    # Duplicates are fine; values that differ in their text are not.
+    if len(out) < len(values) and len({_ENCODE(_enc(x)) for x in values}) != len(out):
+        raise _collapsed(values, what)
+    return out
+
+
+def _dec_tagged(tag: str, x: Any, depth: int) -> Any:
     if type(x) is not list:
         raise _Unsupported(f"{tag!r} must hold a list, not a {type(x).__name__}")
     if tag == _TUP:
-        return tuple(_dec_items(x))
+        return tuple(_dec_items(x, depth))
     if tag == _SET:
-        elems = _dec_items(x)
-        _check_domain(elems)
-        return frozenset(elems)
+        return _strict_frozenset(_dec_items(x, depth), "the set")
     pairs: dict[Any, Any] = {}
     for i, pair in enumerate(x):
         if type(pair) is not list or len(pair) != 2:
-            raise _Unsupported(f"entry {i} of {_MAP!r} is not a [key, value] pair: {pair!r:.60}")
-        key, value = _dec_items(pair)
+            raise _Unsupported(
+                f"entry {i} of {_MAP!r} is not a [key, value] pair: {short_repr(pair)}"
+            )
+        try:
+            key, value = _dec_items(pair, depth)
+        except _Unsupported as exc:
+            exc.path.append(f"[{i}]")
+            raise
         if key in pairs:
-            _check_domain([key, *pairs])
-            raise _Unsupported(f"{_MAP!r} lists the key {key!r} twice")
+            first = next(k for k in pairs if k == key)
+            if _ENCODE(_enc(first)) != _ENCODE(_enc(key)):
+                raise _collapsed([first, key], f"the domain of {_MAP!r}")
+            raise _Unsupported(f"{_MAP!r} lists the key {_ENCODE(_enc(key))!s:.60} twice")
         pairs[key] = value
+    if len(pairs) > 1:
+        _check_kinds(list(pairs), f"the domain of {_MAP!r}")
     if all(type(k) is str for k in pairs):
         return Record._trusted(dict(sorted(pairs.items())))
     return FnMap(pairs)

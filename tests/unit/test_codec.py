@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +143,7 @@ def test_line_separators_inside_strings_do_not_split_a_record(tmp_path: Path) ->
         ([{"action": "A", "vars": {"#set": []}}], ":1: vars must map names to values"),
         ([{"action": "A", "vars": {"x": {"#bag": []}}}], ":1: vars['x']: unknown tag '#bag'"),
         ([{"action": "A", "vars": {"x": 0.5}}], ":1: vars['x']: 0.5 is a float"),
-        ([{"action": "A", "vars": {}, "ts": "soon"}], ":1: ts must be int"),
+        ([{"action": "A", "vars": {}, "ts": "soon"}], ":1: ts must be an integer"),
         ([{"action": "A", "vars": {}, "params": []}], ":1: params must be an object"),
         ([{"msg": "tla_trace", "entry": "{oops"}], ":1: the entry string is not JSON"),
         ([INIT, "[1, 2]"], ":2: a trace record must be an object"),
@@ -176,7 +178,7 @@ def test_file_that_is_neither_ndjson_nor_msgpack_is_refused(tmp_path: Path) -> N
 
 
 def test_missing_file_is_a_trace_format_error(tmp_path: Path) -> None:
-    with pytest.raises(TraceFormatError, match="cannot read the trace"):
+    with pytest.raises(TraceFormatError, match="cannot read it: No such file"):
         read_trace(tmp_path / "absent.ndjson")
 
 
@@ -270,3 +272,94 @@ def test_unchanged_variables_are_one_object_from_line_to_line(tmp_path: Path) ->
     assert second.vars["s"] is first.vars["s"]
     # TRUE and 1 are different TLA+ values, though Python holds them equal.
     assert type(second.vars["b"]) is int and type(first.vars["b"]) is bool
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero", "folder"])
+def test_a_fifo_a_device_or_a_folder_given_as_a_trace_is_refused_at_once(
+    tmp_path: Path, special: str
+) -> None:
+    from tracing.interchange.itf import read_itf
+
+    if special == "fifo":
+        path = tmp_path / "pipe"
+        os.mkfifo(path)
+    elif special == "folder":
+        path = tmp_path
+    else:
+        path = Path(special)
+    # A FIFO with no writer would block a plain open() forever: the test would hang.
+    for read in (read_trace, read_itf):
+        with pytest.raises(TraceFormatError, match="tlasim reads only regular files"):
+            read(path)
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        ({"schema": True}, "header schema True is not supported"),
+        ({"schema": 1.0}, "header schema 1.0 is not supported"),
+        ({"schema": "1"}, "header schema '1' is not supported"),
+        ({"seed": True}, "header seed must be an integer"),
+        ({"seed": 2**64}, "header seed must be an integer of at most 64 bits"),
+        ({"options": {"x": 2**70}}, "header options.x: the integer"),
+        ({"options": [[[[1.5, None, "ok"]]]], "spec": "S"}, None),
+        ({"variables": {"x": 1}}, "header variables must map"),
+    ],
+)
+def test_header_fields_have_exact_types(
+    tmp_path: Path, header: dict[str, Any], message: str | None
+) -> None:
+    record = {"event": "tla_trace_header", **header}
+    path = _ndjson(tmp_path, record, {"action": "Init", "vars": {"x": 1}})
+    if message is None:
+        assert read_trace(path).header is not None
+        return
+    with pytest.raises(TraceFormatError, match=re.escape(message)):
+        read_trace(path)
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        ({"event": "tla_trace_header", 1: 2}, "header key 1 is not a string"),
+        ({"event": "tla_trace_header", "options": {1: "a", "b": 2}}, "key 1 is not a string"),
+        ({"event": "tla_trace_header", "options": {"p": float("nan")}}, "nan is not a finite"),
+        ({"event": "tla_trace_header", "options": {"p": float("inf")}}, "inf is not a finite"),
+        ({"event": "tla_trace_header", "options": b"\x00"}, "is not plain JSON"),
+    ],
+)
+def test_msgpack_header_with_odd_keys_or_non_finite_numbers_is_a_clean_error(
+    tmp_path: Path, header: dict[Any, Any], message: str
+) -> None:
+    path = tmp_path / "t.msgpack"
+    step = {"event": "tla_trace", "action": "Init", "vars": {"x": 1}}
+    path.write_bytes(msgpack.packb(header) + msgpack.packb(step))
+    with pytest.raises(TraceFormatError, match=re.escape(message)) as caught:
+        read_trace(path)
+    assert str(caught.value).startswith(f"{path}: record 1: ")
+
+
+@pytest.mark.parametrize("depth", [101, 1_000, 100_000])
+@pytest.mark.parametrize("where", ["vars", "options", "entry"])
+def test_nesting_past_the_limit_names_the_file_and_line_in_ndjson_and_msgpack(
+    tmp_path: Path, depth: int, where: str
+) -> None:
+    deep = "[" * depth + "]" * depth
+    lines = {
+        "vars": ['{"action": "Init", "vars": {"x": ' + deep + "}}"],
+        "options": ['{"event": "tla_trace_header", "options": ' + deep + "}",
+                    '{"action": "Init", "vars": {"x": 1}}'],
+        "entry": ['{"msg": "x", "entry": ' + json.dumps('{"vars": {"x": ' + deep + "}}") + "}"],
+    }[where]
+    path = tmp_path / "t.ndjson"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(TraceFormatError, match=f"{re.escape(str(path))}:1: .*deep") as caught:
+        read_trace(path)
+    assert "100" in str(caught.value)
+    if depth <= 1_000:
+        packed = tmp_path / "t.msgpack"
+        records = [json.loads(line) for line in lines] if depth < 900 else None
+        if records is not None:
+            packed.write_bytes(b"".join(msgpack.packb(r) for r in records))
+            with pytest.raises(TraceFormatError, match=r"record 1: .*(deep|levels)"):
+                read_trace(packed)

@@ -105,6 +105,18 @@ def test_the_good_plan_parses() -> None:
         (broken("windows.0.links", [["tm", "tm"]]), "of two different nodes"),
         (broken("windows.0.delay_ticks_max", 5), "only a delay window has delay_ticks_max"),
         (broken("schema", True), "schema True is not 1"),
+        (broken("heal_tick", 2**64), "heal_tick: expected a 64-bit integer"),
+        (broken("windows.0.seed", 2**63), "seed: expected a 64-bit integer"),
+        (broken("windows.0.probability", 10**400), "probability must be in [0, 1]"),
+        (broken("windows.0.probability", float("nan")), "probability must be in [0, 1]"),
+        (broken("windows.0.probability", float("inf")), "probability must be in [0, 1]"),
+        (broken("windows.0.probability", True), "probability: expected a number, got True"),
+        (broken("crashes.0.tick", "x" * 10_000), "expected an integer, got 'xxxxxxxxxx"),
+        (broken("crashes.0.tick", [[[[[[1]]]]]]), "expected an integer, got [[[[...]]]]"),
+        (broken("crashes.0.bad\u001b[2Jfield", 1), "unknown field(s) 'bad\\x1b[2Jfield'"),
+        ('{"heal_tick": ' + "9" * 5000 + "}", "not JSON"),
+        ('{"crashes": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deep"),
+        ('{"heal_tick": ' + "9" * 4000 + "}", "heal_tick: expected a 64-bit integer, got <an"),
     ],
 )
 def test_malformed_plan_json_is_a_config_error_naming_the_culprit(text: str, message: str) -> None:
@@ -127,3 +139,17 @@ def test_plan_naming_an_unknown_node_is_not_recoverable(path: str, value: Any,
     plan = FaultPlan.from_json(broken(path, value))
     with pytest.raises(ConfigError, match=f"unknown node\\(s\\) {culprit}; this run has tm, r1"):
         plan.check_recoverable(NODES)
+
+
+def test_plan_built_in_python_with_an_integer_of_thousands_of_digits_is_a_config_error() -> None:
+    plan = FaultPlan(crashes=(Crash("tm", 10**5000, restart_ticks=1),), heal_tick=20)
+    with pytest.raises(ConfigError, match="must be a 64-bit integer"):
+        plan.check_wellformed()
+
+
+def test_unknown_node_with_a_terminal_escape_is_shown_escaped() -> None:
+    plan = FaultPlan.from_json(broken("crashes.0.node", "r9\n\x1b[31mACCEPTED"))
+    with pytest.raises(ConfigError) as caught:
+        plan.check_recoverable(NODES)
+    assert "\n" not in str(caught.value) and "\x1b" not in str(caught.value)
+    assert "'r9\\n\\x1b[31mACCEPTED'" in str(caught.value)

@@ -84,6 +84,37 @@ def test_parse_value_rejects_malformed_text_with_tlc_error(text: str) -> None:
         parse_value(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{0, FALSE}", "Python cannot tell apart"),
+        ("{<<1>>, <<TRUE>>}", "Python cannot tell apart"),
+        ("{[a |-> 0], [a |-> FALSE]}", "Python cannot tell apart"),
+        ("(0 :> 1 @@ FALSE :> 2)", "Python cannot tell apart"),
+        ("(<<1>> :> 1 @@ <<TRUE>> :> 2)", "Python cannot tell apart"),
+        ("<<" * 5000 + ">>" * 5000, "nested at most 100 levels"),
+        ("{" * 300 + "}" * 300, "nested at most 100 levels"),
+        ("1" * 5000, "has 5000 digits"),
+        ("-" + "9" * 30, "has 30 digits"),
+        ("0..2000000000", "holds more than 1,000,000 integers"),
+    ],
+)
+def test_parse_value_refuses_what_tlc_never_prints_as_a_tlc_error_not_a_crash(
+    text: str, message: str
+) -> None:
+    with pytest.raises(TLCError, match=message):
+        parse_value(text)
+
+
+def test_parse_value_reads_a_value_nested_at_the_limit_with_a_negative_number() -> None:
+    text = "<<" * 100 + "(-1)" + ">>" * 100
+    value = parse_value(text)
+    for _ in range(100):
+        value = value[0]
+    assert value == -1
+    assert parse_value("{0, 0}") == frozenset({0})
+
+
 def test_parse_state_reads_conjunct_lines_and_wrapped_values() -> None:
     text = '/\\ x = 1\n/\\ y = [ b |-> {1},\n  tmLog |-> {} ]\n/\\ z = "/\\\\ w = 2"'
     assert parse_state(text) == {

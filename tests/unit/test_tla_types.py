@@ -40,3 +40,26 @@ def test_parse_type_names_what_it_does_not_understand(text: str, message: str) -
 def test_type_hint_reads_header_notes_and_gives_up_quietly() -> None:
     assert type_hint("[Msg -> Nat \\ {0}] (a bag)") == Shape("fn", (ANY, Shape("int")))
     assert type_hint("{x \\in S : x > 0}") == ANY
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(" * 5000 + "Int" + ")" * 5000,
+        "SUBSET " * 5000 + "Int",
+        "Seq(" * 3000 + "Int" + ")" * 3000,
+        "[a: " * 3000 + "Int" + "]" * 3000,
+    ],
+)
+def test_a_type_nested_past_the_limit_is_a_config_error_and_a_shapeless_hint(text: str) -> None:
+    with pytest.raises(ConfigError, match="nests deeper than 100 levels"):
+        parse_type(text)
+    assert type_hint(text) == ANY
+
+
+def test_a_type_nested_at_the_limit_is_read() -> None:
+    shape = parse_type("SUBSET " * 99 + "Int")
+    for _ in range(99):
+        assert shape.kind == "set"
+        shape = shape.element()
+    assert shape == Shape("int")

@@ -17,6 +17,7 @@ import msgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tla_kinds import tlc_can_hold
 
 from protocols.errors import TraceFormatError
 from tracing.values import FnMap, Record, canonical_json, freeze, from_json, to_json
@@ -68,6 +69,10 @@ def _msgpack_round_trip(value: Any) -> Any:
 @settings(max_examples=150, deadline=None)
 @given(plain_values)
 def test_any_value_round_trips_through_json_and_msgpack_to_its_frozen_form(value: Any) -> None:
+    if not tlc_can_hold(value):
+        with pytest.raises(TraceFormatError, match="mixes"):
+            _json_round_trip(value)
+        return
     frozen = freeze(value)
     assert _json_round_trip(value) == frozen
     assert _msgpack_round_trip(value) == frozen
@@ -222,8 +227,14 @@ def test_freeze_and_to_json_reject_non_tla_values_naming_type_and_path(
         ({"#set": 3}, "must hold a list"),
         ({"#map": [[1, 2, 3]]}, "not a [key, value] pair"),
         ({"#map": [[1, 2], [1, 3]]}, "twice"),
-        ({"#set": [1, True]}, "holds 1 and TRUE"),
-        ({"#map": [[0, 1], [False, 2]]}, "holds 1 and TRUE"),
+        ({"#set": [1, True]}, "mixes a boolean and an integer"),
+        ({"#map": [[0, 1], [False, 2]]}, "holds 0 and false, which Python cannot tell apart"),
+        ({"#set": [1, "a"]}, "mixes a string and an integer"),
+        ({"#set": [{"a": 1}, 2]}, "mixes a function and an integer"),
+        ({"#map": [["a", 1], [2, 2]]}, "the domain of '#map' mixes a string and an integer"),
+        ({"x": 2**64}, "does not fit in 64 bits"),
+        ({"x": -(10**4000)}, "does not fit in 64 bits"),
+        ({"#set": [[0], [0], [False]]}, "holds [0] and [false]"),
     ],
 )
 def test_from_json_rejects_bad_values_with_a_clear_message(obj: Any, message: str) -> None:
@@ -250,3 +261,72 @@ def test_pickled_record_rehashes_in_a_process_with_another_hash_seed() -> None:
         env={**os.environ, "PYTHONHASHSEED": "12345"},
     )
     assert out.stdout.strip() == "True"
+
+
+# --- 0 and FALSE, 1 and TRUE: types stay TLA+'s at every depth --------------------
+
+_COLLAPSING_PAIRS = [
+    (0, False),
+    (1, True),
+    ([0], [False]),
+    ({"a": 1}, {"a": True}),
+    ({"#set": [0]}, {"#set": [False]}),
+    ({"#map": [[1, "x"]]}, {"#map": [[True, "x"]]}),
+    ({"r": [{"#set": [{"k": 0}]}]}, {"r": [{"#set": [{"k": False}]}]}),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), _COLLAPSING_PAIRS)
+@pytest.mark.parametrize("order", ["ab", "ba"])
+def test_set_holding_values_that_differ_only_by_bool_or_int_is_refused_at_any_depth(
+    a: Any, b: Any, order: str
+) -> None:
+    pair = [a, b] if order == "ab" else [b, a]
+    for obj in (
+        {"#set": pair},
+        {"x": [{"y": {"#set": pair}}]},
+        {"#set": [{"#set": pair}]},
+    ):
+        with pytest.raises(TraceFormatError, match=r"Python cannot tell apart|mixes"):
+            from_json(obj)
+
+
+@pytest.mark.parametrize(("a", "b"), _COLLAPSING_PAIRS)
+def test_function_domain_holding_keys_that_differ_only_by_bool_or_int_is_refused(
+    a: Any, b: Any
+) -> None:
+    for obj in ({"#map": [[a, 1], [b, 2]]}, {"f": [{"#map": [[b, 1], [a, 2]]}]}):
+        with pytest.raises(TraceFormatError, match=r"Python cannot tell apart|mixes"):
+            from_json(obj)
+
+
+def test_set_listing_one_element_twice_is_read_as_that_one_element() -> None:
+    assert from_json({"#set": [[0], [0]]}) == frozenset({(0,)})
+    assert from_json({"#set": [{"a": True}, {"a": True}]}) == frozenset({Record({"a": True})})
+
+
+def test_value_nested_at_the_limit_is_read_written_and_frozen_and_one_deeper_is_refused() -> None:
+    from tracing.tla.literal import to_tla
+    from tracing.values import MAX_DEPTH
+
+    at_limit: Any = 1
+    for _ in range(MAX_DEPTH):
+        at_limit = [at_limit]
+    value = from_json(at_limit)
+    assert canonical_json(value) == json.dumps(at_limit, separators=(",", ":"))
+    assert freeze(at_limit) == value
+    assert to_tla(value) == "<<" * MAX_DEPTH + "1" + ">>" * MAX_DEPTH
+    for convert in (from_json, freeze, to_tla):
+        with pytest.raises(TraceFormatError, match=f"deeper than {MAX_DEPTH} levels"):
+            convert([at_limit])
+
+
+def test_records_nested_one_inside_another_past_the_limit_are_refused_not_a_crash() -> None:
+    from tracing.tla.literal import to_tla
+
+    value: Any = Record({"a": 1})
+    for _ in range(2000):
+        value = Record({"a": value})
+    for convert in (to_tla, to_json, canonical_json):
+        with pytest.raises(TraceFormatError, match="deep"):
+            convert(value)

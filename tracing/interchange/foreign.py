@@ -33,11 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from protocols.errors import TraceFormatError
-from tracing.codec import Trace, TraceStep
+from tracing.codec import Trace, TraceStep, load_json_line
+from tracing.inputs import TRACE_MAX_BYTES, open_regular_file
 from tracing.interchange.itf import itf_to_tagged
 from tracing.interchange.log_mapping import LogMapping, VariableMap, read_mapping
 from tracing.tla.type_expr import ANY, Shape
-from tracing.values import Record, canonical_json, from_json
+from tracing.values import INT_MAX, INT_MIN, Record, canonical_json, from_json, short_repr
 
 __all__ = ["decode_plain", "load_foreign_trace", "read_foreign_log"]
 
@@ -65,16 +66,12 @@ def read_foreign_log(log_path: str | os.PathLike[str], mapping: LogMapping) -> T
     name = os.fspath(log_path)
     steps = []
     try:
-        with open(name, "rb") as f:
+        with open_regular_file(name, "log", TRACE_MAX_BYTES, error=TraceFormatError) as f:
             for number, raw in enumerate(f, 1):
                 if not raw.strip():
                     continue
                 where = f"{name}:{number}"
-                try:
-                    record = json.loads(raw)
-                except ValueError as exc:
-                    raise TraceFormatError(f"{where}: bad JSON: {exc}") from None
-                step = _step(where, number, record, mapping)
+                step = _step(where, number, load_json_line(raw, where), mapping)
                 if step is not None:
                     steps.append(step)
     except OSError as exc:
@@ -95,7 +92,7 @@ def _step(where: str, number: int, record: Any, mapping: LogMapping) -> TraceSte
     """The step a log record holds, or None for a record that is not a step."""
     fields = mapping.fields
     if type(record) is not dict:
-        raise TraceFormatError(f"{where}: a log record must be an object, not {record!r:.60}")
+        raise TraceFormatError(f"{where}: a log record must be an object, not {short_repr(record)}")
     if fields["entry"] and fields["entry"] in record:
         record = _unwrap(where, record[fields["entry"]])
     has_vars = fields["vars"] in record
@@ -106,7 +103,7 @@ def _step(where: str, number: int, record: Any, mapping: LogMapping) -> TraceSte
     if action is not None:
         if type(action) is not str or not action:
             raise TraceFormatError(
-                f"{where}: the action must be a non-empty string: {action!r:.60}"
+                f"{where}: the action must be a non-empty string: {short_repr(action)}"
             )
         action = mapping.actions.get(action, action)
     return TraceStep(
@@ -122,23 +119,23 @@ def _step(where: str, number: int, record: Any, mapping: LogMapping) -> TraceSte
 
 def _unwrap(where: str, entry: Any) -> Any:
     if isinstance(entry, str):
-        try:
-            entry = json.loads(entry)
-        except ValueError as exc:
-            raise TraceFormatError(f"{where}: the entry string is not JSON: {exc}") from None
+        entry = load_json_line(entry, where, "the entry string is not JSON")
     if type(entry) is not dict:
-        raise TraceFormatError(f"{where}: the entry must be an object, not {entry!r:.60}")
+        raise TraceFormatError(f"{where}: the entry must be an object, not {short_repr(entry)}")
     return entry
 
 
 def _optional(where: str, record: dict[str, Any], field: str, kind: type) -> Any:
     if not field:
         return None
-    value = record.get(field)
-    if value is not None and (type(value) is not kind):
+    value: Any = record.get(field)
+    if value is not None and (
+        type(value) is not kind or (type(value) is int and not INT_MIN <= value <= INT_MAX)
+    ):
+        what = "an integer of at most 64 bits" if kind is int else "a string"
         raise TraceFormatError(
-            f"{where}: {field} must be {'an integer' if kind is int else 'a string'}, not "
-            f"{value!r:.60} (set {field} = \"\" under [fields] to leave it unread)"
+            f"{where}: {field} must be {what}, not "
+            f"{short_repr(value)} (set {field} = \"\" under [fields] to leave it unread)"
         )
     return value
 
@@ -147,7 +144,7 @@ def _params(where: str, record: dict[str, Any], mapping: LogMapping) -> Record:
     field = mapping.fields["params"]
     raw: Any = record.get(field, {}) if field else {}
     if type(raw) is not dict:
-        raise TraceFormatError(f"{where}: {field} must be an object, not {raw!r:.60}")
+        raise TraceFormatError(f"{where}: {field} must be an object, not {short_repr(raw)}")
     logged: dict[str, Any] = raw
     out: dict[str, Any] = {}
     for key, value in logged.items():
@@ -161,7 +158,7 @@ def _params(where: str, record: dict[str, Any], mapping: LogMapping) -> Record:
 def _vars(where: str, raw: Any, mapping: LogMapping) -> Record:
     field = mapping.fields["vars"]
     if type(raw) is not dict:
-        raise TraceFormatError(f"{where}: {field} must be an object, not {raw!r:.60}")
+        raise TraceFormatError(f"{where}: {field} must be an object, not {short_repr(raw)}")
     out: dict[str, Any] = {}
     for logged, value in raw.items():
         if logged in mapping.ignore:
@@ -194,7 +191,9 @@ _WHAT = {
     "record": "a record (an object)",
     "fn": "a function (an object, or an array of [key, value] pairs)",
 }
-_INT_KEY = re.compile(r"-?[0-9]+")
+# 20 digits hold every 64-bit integer (from_json checks the range); Python
+# cannot even parse one of more than 4300.
+_INT_KEY = re.compile(r"-?[0-9]{1,20}")
 _SCALARS = {"int": int, "str": str, "bool": bool}
 _ITF_TAGS = ("#bigint", "#tup", "#set", "#map", "#unserializable")
 # The ITF tag that may stand for the array each kind is logged as.
@@ -255,7 +254,15 @@ def _tag(o: Any, shape: Shape, path: str) -> Any:
             if kind == "set":
                 return {"#set": tagged}
             return _bag(tagged, path) if kind == "bag" else tagged
-    raise _Misfit(path, f"expected {_WHAT[kind]}, got {json.dumps(o)[:60]}")
+    raise _Misfit(path, f"expected {_WHAT[kind]}, got {_shown(o)}")
+
+
+def _shown(o: Any) -> str:
+    """A logged value for a message, as JSON, cut short; never an error of its own."""
+    try:
+        return json.dumps(o, ensure_ascii=False)[:60]
+    except (RecursionError, ValueError, TypeError):
+        return short_repr(o)
 
 
 def _tag_of(o: Any) -> tuple[str | None, Any]:
@@ -268,12 +275,12 @@ def _tag_of(o: Any) -> tuple[str | None, Any]:
 
 def _pairs(pairs: Any, shape: Shape, path: str, *, from_object: bool) -> list[list[Any]]:
     if type(pairs) is not list:
-        raise _Misfit(path, f"#map must hold a list of pairs, not {json.dumps(pairs)[:60]}")
+        raise _Misfit(path, f"#map must hold a list of pairs, not {_shown(pairs)}")
     domain, value = shape.domain(), shape.range()
     out = []
     for i, pair in enumerate(pairs):
         if type(pair) is not list or len(pair) != 2:
-            raise _Misfit(f"{path}[{i}]", f"not a [key, value] pair: {json.dumps(pair)[:60]}")
+            raise _Misfit(f"{path}[{i}]", f"not a [key, value] pair: {_shown(pair)}")
         key, item = pair
         segment = f"[{key!r}]" if from_object else f"[{i}]"
         if from_object:
@@ -288,7 +295,7 @@ def _object_key(key: str, domain: Shape, path: str) -> Any:
     """An object's key is a string; an integer domain reads it as a number."""
     if domain.kind == "int":
         if _INT_KEY.fullmatch(key) is None:
-            raise _Misfit(path, f"the key {key!r} is not an integer")
+            raise _Misfit(path, f"the key {short_repr(key)} is not a 64-bit integer")
         return int(key)
     if domain.kind in ("any", "str"):
         return key

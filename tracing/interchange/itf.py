@@ -33,13 +33,23 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any, TextIO
 
 from protocols.errors import TraceFormatError
-from tracing.codec import Trace, TraceStep, thaw
+from tracing.codec import Trace, TraceStep, freeze_plain, load_json_line, thaw
+from tracing.inputs import TRACE_MAX_BYTES, read_regular_file
 from tracing.tla.type_expr import ANY, Shape, type_hint
-from tracing.values import Record, from_json, to_json
+from tracing.values import (
+    INT_MAX,
+    INT_MIN,
+    MAX_DEPTH,
+    Record,
+    from_json,
+    short_repr,
+    to_json,
+)
 
 __all__ = [
     "ITF_DESCRIPTION_URL",
@@ -57,7 +67,9 @@ _ITF_META_KEYS = ("format", "format-description", "source", "description")
 # Header fields that do not travel: the record type is ndjson's, the constants are params.
 _HEADER_SKIPPED = ("event", "constants")
 _STEP_META = ("line", "seq", "ts", "node")
-_BIGINT = re.compile(r"-?[0-9]+")
+# 20 digits hold every 64-bit integer; from_json checks the range. Python
+# cannot even parse an integer of more than 4300 digits.
+_BIGINT = re.compile(r"-?[0-9]{1,20}")
 
 
 class _Bad(Exception):
@@ -122,49 +134,61 @@ def itf_to_tagged(obj: Any, where: str = "value") -> Any:
     not an ITF value, or that TLA+ cannot hold (a float, null, #unserializable).
     """
     try:
-        return _in(obj)
+        return _in(obj, 0)
     except _Bad as exc:
         raise _fail(where, exc) from None
 
 
-def _in(o: Any) -> Any:
+def _in(o: Any, depth: int) -> Any:
     t = type(o)
     if t is str or t is bool or t is int:
         return o
+    if (t is list or t is dict) and depth >= MAX_DEPTH:
+        raise _Bad(f"nests deeper than {MAX_DEPTH} levels, the limit")
     if t is list:
-        return [_at(f"[{i}]", _in, x) for i, x in enumerate(o)]
+        return [_at(f"[{i}]", _in, x, depth + 1) for i, x in enumerate(o)]
     if t is dict:
+        for key in o:
+            if type(key) is not str:
+                raise _Bad(f"the key {short_repr(key)} is not a string")
         if len(o) == 1:
             ((key, inner),) = o.items()
             if key.startswith("#"):
-                return _at(f"[{key!r}]", _tagged, key, inner)
-        return {k: _at(f"[{k!r}]", _in, v) for k, v in o.items()}
+                return _at(f"[{short_repr(key)}]", _tagged, key, inner, depth)
+        return {k: _at(f"[{short_repr(k)}]", _in, v, depth + 1) for k, v in o.items()}
     if t is float:
         raise _Bad(f"{o!r} is a float; TLA+ values hold only integers")
     if o is None:
         raise _Bad("null is not a TLA+ value")
-    raise _Bad(f"{o!r:.60} is not an ITF value")
+    raise _Bad(f"{short_repr(o)} is not an ITF value")
 
 
-def _tagged(tag: str, inner: Any) -> Any:
+def _tagged(tag: str, inner: Any, depth: int) -> Any:
     if tag == "#bigint":
         if type(inner) is not str or _BIGINT.fullmatch(inner) is None:
-            raise _Bad(f"must hold a decimal integer in a string, not {inner!r:.60}")
+            raise _Bad(
+                "must hold a decimal integer of at most 20 digits in a string, not "
+                + short_repr(inner)
+            )
         return int(inner)
     if tag == "#unserializable":
-        raise _Bad(f"the value {inner!r:.60} was not serialised, so it cannot be read back")
+        raise _Bad(f"the value {short_repr(inner)} was not serialised, so it cannot be read back")
     if tag not in ("#tup", "#set", "#map"):
-        raise _Bad(f"unknown tag {tag!r} (ITF has #bigint, #tup, #set, #map, #unserializable)")
+        raise _Bad(
+            f"unknown tag {short_repr(tag)} (ITF has #bigint, #tup, #set, #map, #unserializable)"
+        )
     if type(inner) is not list:
-        raise _Bad(f"must hold a list, not {inner!r:.60}")
-    items = [_at(f"[{i}]", _in, x) for i, x in enumerate(inner)]
+        raise _Bad(f"must hold a list, not {short_repr(inner)}")
+    if depth >= MAX_DEPTH:
+        raise _Bad(f"nests deeper than {MAX_DEPTH} levels, the limit")
+    items = [_at(f"[{i}]", _in, x, depth + 1) for i, x in enumerate(inner)]
     if tag == "#tup":
         return items
     if tag == "#set":
         return {"#set": items}
     for i, pair in enumerate(items):
         if type(pair) is not list or len(pair) != 2:
-            raise _Bad(f"entry {i} is not a [key, value] pair: {inner[i]!r:.60}")
+            raise _Bad(f"entry {i} is not a [key, value] pair: {short_repr(inner[i])}")
     return {"#map": items}
 
 
@@ -235,15 +259,6 @@ def _step_meta(index: int, step: TraceStep) -> dict[str, Any]:
     return meta
 
 
-def _freeze_plain(value: Any) -> Any:
-    """Plain JSON as the codec keeps a header's fields: records sorted, lists as tuples."""
-    if type(value) is dict:
-        return Record._trusted({k: _freeze_plain(value[k]) for k in sorted(value)})
-    if type(value) is list:
-        return tuple(_freeze_plain(v) for v in value)
-    return value
-
-
 def write_itf(trace: Trace, stream: TextIO) -> None:
     """Write a trace as ITF: the top-level keys one per line, then one state per line.
 
@@ -268,14 +283,8 @@ def write_itf(trace: Trace, stream: TextIO) -> None:
 def read_itf(path: str | os.PathLike[str]) -> Trace:
     """Read an ITF file into a Trace; TraceFormatError names the file and the problem."""
     name = os.fspath(path)
-    try:
-        with open(name, encoding="utf-8") as f:
-            doc = json.load(f)
-    except OSError as exc:
-        raise TraceFormatError(f"{name}: cannot read the trace: {exc.strerror}") from None
-    except ValueError as exc:
-        raise TraceFormatError(f"{name}: not JSON: {exc}") from None
-    return itf_to_trace(doc, name)
+    data = read_regular_file(name, "ITF trace", TRACE_MAX_BYTES, error=TraceFormatError)
+    return itf_to_trace(load_json_line(data, name, "not JSON"), name)
 
 
 def itf_to_trace(doc: Any, path: str) -> Trace:
@@ -286,7 +295,7 @@ def itf_to_trace(doc: Any, path: str) -> Trace:
     the states are read as the finite behaviour they spell out.
     """
     if type(doc) is not dict:
-        raise TraceFormatError(f"{path}: an ITF trace is a JSON object, not {doc!r:.60}")
+        raise TraceFormatError(f"{path}: an ITF trace is a JSON object, not {short_repr(doc)}")
     names = _names(doc, "vars", path)
     params = _names(doc, "params", path) if "params" in doc else []
     states = doc.get("states")
@@ -294,14 +303,18 @@ def itf_to_trace(doc: Any, path: str) -> Trace:
         raise TraceFormatError(f"{path}: 'states' must be a non-empty list of states")
     meta = doc.get("#meta", {})
     if type(meta) is not dict:
-        raise TraceFormatError(f"{path}: '#meta' must be an object, not {meta!r:.60}")
-    fields = {k: _freeze_plain(v) for k, v in meta.items() if k not in _ITF_META_KEYS}
+        raise TraceFormatError(f"{path}: '#meta' must be an object, not {short_repr(meta)}")
+    fields = {
+        k: freeze_plain(v, f"{path}: #meta {k}")
+        for k, v in meta.items()
+        if k not in _ITF_META_KEYS
+    }
     steps = []
     constants: dict[str, Any] = {}
     for index, state in enumerate(states):
         where = f"{path}: states[{index}]"
         if type(state) is not dict:
-            raise TraceFormatError(f"{where}: a state must be an object, not {state!r:.60}")
+            raise TraceFormatError(f"{where}: a state must be an object, not {short_repr(state)}")
         expected = set(names) | (set(params) if index == 0 else set())
         present = set(state) - {"#meta"}
         if present != expected:
@@ -322,8 +335,8 @@ def itf_to_trace(doc: Any, path: str) -> Trace:
 def _names(doc: dict[str, Any], key: str, path: str) -> list[str]:
     names = doc.get(key)
     if type(names) is not list or not all(type(n) is str for n in names):
-        raise TraceFormatError(f"{path}: {key!r} must be a list of names, not {names!r:.60}")
-    twice = sorted({n for n in names if names.count(n) > 1})
+        raise TraceFormatError(f"{path}: {key!r} must be a list of names, not {short_repr(names)}")
+    twice = sorted(n for n, count in Counter(names).items() if count > 1)
     if twice:
         raise TraceFormatError(f"{path}: {key!r} lists {', '.join(twice)} twice")
     return names
@@ -340,15 +353,17 @@ def _difference(expected: set[str], present: set[str]) -> str:
 
 def _step(where: str, index: int, meta: Any, values: Record) -> TraceStep:
     if type(meta) is not dict:
-        raise TraceFormatError(f"{where}: '#meta' must be an object, not {meta!r:.60}")
+        raise TraceFormatError(f"{where}: '#meta' must be an object, not {short_repr(meta)}")
     for key, kind in (("line", int), ("seq", int), ("ts", int), ("node", str), ("action", str)):
-        if key in meta and type(meta[key]) is not kind:
+        if key in meta and (
+            type(meta[key]) is not kind or (kind is int and not INT_MIN <= meta[key] <= INT_MAX)
+        ):
             raise TraceFormatError(
-                f"{where}: #meta {key} must be {kind.__name__}, not {meta[key]!r:.60}"
+                f"{where}: #meta {key} must be {kind.__name__}, not {short_repr(meta[key])}"
             )
     params = _value(meta.get("params", {}), f"{where}.#meta.params")
     if type(params) is not Record:
-        raise TraceFormatError(f"{where}: #meta params must be a record, not {params!r:.60}")
+        raise TraceFormatError(f"{where}: #meta params must be a record, not {short_repr(params)}")
     return TraceStep(
         line=meta.get("line", index + 1),
         seq=meta.get("seq"),

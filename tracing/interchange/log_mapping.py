@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from protocols.errors import ConfigError, SpecError, TraceFormatError
+from tracing.inputs import MAPPING_MAX_BYTES, read_regular_file
 from tracing.interchange.itf import itf_to_tagged
 from tracing.tla.speccheck import load_trace_spec
 from tracing.tla.type_expr import ANY, Shape, parse_type
-from tracing.values import Record, from_json
+from tracing.values import Record, from_json, short_repr
 
 __all__ = ["LogMapping", "VariableMap", "read_mapping"]
 
@@ -74,16 +75,18 @@ def read_mapping(
 ) -> LogMapping:
     """Read a mapping file and check it against the spec it names."""
     name = os.fspath(path)
-    try:
-        with open(name, "rb") as f:
-            raw = f.read()
-    except OSError as exc:
-        raise ConfigError(f"mapping {name}: cannot read it: {exc.strerror}") from None
+    raw = read_regular_file(name, "mapping", MAPPING_MAX_BYTES)
     try:
         text = raw.decode("utf-8")
         doc = tomllib.loads(text)
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"mapping {name}: not TOML: {exc}") from None
+    except RecursionError:
+        # tomllib reads nested arrays and inline tables recursively.
+        raise ConfigError(
+            f"mapping {name}: not TOML that tlasim reads: arrays or tables nested too deep "
+            "(values may nest 100 levels)"
+        ) from None
     return _Reader(name, text, doc).read(spec_dirs)
 
 
@@ -126,14 +129,14 @@ class _Reader:
     def table(self, key: str) -> dict[str, Any]:
         value = self.doc.get(key, {})
         if type(value) is not dict:
-            raise self.error(None, key, f"must be a table, not {value!r:.60}")
+            raise self.error(None, key, f"must be a table, not {short_repr(value)}")
         return value
 
     def strings(self, key: str) -> dict[str, str]:
         table = self.table(key)
         for k, v in table.items():
             if type(v) is not str or not v:
-                raise self.error(key, k, f"must be a non-empty string, not {v!r:.60}")
+                raise self.error(key, k, f"must be a non-empty string, not {short_repr(v)}")
         return table
 
     def read(self, spec_dirs: Sequence[Path] | None) -> LogMapping:
@@ -203,7 +206,7 @@ class _Reader:
                     "fields", part, f"unknown part; known: {', '.join(FIELD_DEFAULTS)}"
                 )
             if type(field) is not str or (part == "vars" and not field):
-                raise self.error("fields", part, f"must be a field name, not {field!r:.60}")
+                raise self.error("fields", part, f"must be a field name, not {short_repr(field)}")
             fields[part] = field
         return fields
 
@@ -237,7 +240,9 @@ class _Reader:
             if text is None:
                 shape = ANY
             elif type(text) is not str:
-                raise self.error("variables", logged, f"type must be a string, not {text!r:.60}")
+                raise self.error(
+                    "variables", logged, f"type must be a string, not {short_repr(text)}"
+                )
             else:
                 try:
                     shape = parse_type(text)

@@ -18,11 +18,14 @@ import re
 from typing import Any
 
 from tracing.values import (
+    MAX_DEPTH,
     FnMap,
     Record,
     _canonical_order,
     _fail,
     _key_segment,
+    _short_int,
+    _too_deep,
     _Unsupported,
     freeze,
 )
@@ -80,18 +83,24 @@ def to_tla(value: Any) -> str:
     part is a self-delimiting atom, so the text is safe as an operand of any
     operator. Raises TraceFormatError for what TLC cannot hold: strings with
     characters outside printable ASCII, \\n, \\t, \\r and \\f, strings with a
-    backtick (SANY would misread the module), and integers outside 32 bits.
+    backtick (SANY would misread the module), integers outside 32 bits, and
+    values nested deeper than MAX_DEPTH.
     """
     out: list[str] = []
     try:
-        _tla(freeze(value), out)
+        _tla(freeze(value), out, 0)
     except _Unsupported as exc:
         _fail("value", exc)
     return "".join(out)
 
 
-def _tla(v: Any, out: list[str]) -> None:
+def _tla(v: Any, out: list[str], depth: int) -> None:
     t = type(v)
+    if t is not str and t is not bool and t is not int:
+        # freeze checks plain containers, but not Records built one inside another.
+        if depth >= MAX_DEPTH:
+            raise _too_deep()
+        depth += 1
     if t is str:
         bad = _TLA_STRING_BAD.search(v)
         if bad is not None:
@@ -106,19 +115,21 @@ def _tla(v: Any, out: list[str]) -> None:
         out.append(_tla_int(v))
     elif t is tuple:
         out.append("<<")
-        _tla_items([(f"[{i}]", None, x) for i, x in enumerate(v)], out, ", ", "")
+        _tla_items([(f"[{i}]", None, x) for i, x in enumerate(v)], out, ", ", "", depth)
         out.append(">>")
     elif t is frozenset:
         out.append("{")
-        _tla_items([("{element}", None, x) for x in _canonical_order(v)], out, ", ", "")
+        _tla_items(
+            [("{element}", None, x) for x in _canonical_order(v)], out, ", ", "", depth
+        )
         out.append("}")
     else:  # Record or FnMap: freeze produced nothing else
-        _tla_function(v, out)
+        _tla_function(v, out, depth)
 
 
 def _tla_int(n: int) -> str:
     if not _TLA_INT_MIN <= n <= _TLA_INT_MAX:
-        raise _Unsupported(f"{n} does not fit TLC's 32-bit integers")
+        raise _Unsupported(f"{_short_int(n)} does not fit TLC's 32-bit integers")
     if n >= 0:
         return str(n)
     if n == _TLA_INT_MIN:
@@ -127,7 +138,7 @@ def _tla_int(n: int) -> str:
     return f"({n})"
 
 
-def _tla_function(m: Record | FnMap, out: list[str]) -> None:
+def _tla_function(m: Record | FnMap, out: list[str], depth: int) -> None:
     if not m:
         # TLC equates <<>> with every function on the empty domain.
         out.append("<<>>")
@@ -136,15 +147,17 @@ def _tla_function(m: Record | FnMap, out: list[str]) -> None:
     pairs = [(_key_segment(k), k, x) for k, x in m.items()]
     if all(type(k) is str and _is_field(k) for k in m):
         out.append("[")
-        _tla_items(pairs, out, ", ", " |-> ")
+        _tla_items(pairs, out, ", ", " |-> ", depth)
         out.append("]")
     else:
         out.append("(")
-        _tla_items(pairs, out, " @@ ", " :> ")
+        _tla_items(pairs, out, " @@ ", " :> ", depth)
         out.append(")")
 
 
-def _tla_items(items: list[tuple[str, Any, Any]], out: list[str], sep: str, arrow: str) -> None:
+def _tla_items(
+    items: list[tuple[str, Any, Any]], out: list[str], sep: str, arrow: str, depth: int
+) -> None:
     """Write `key arrow value` (or only the value when arrow is empty), separated by sep."""
     for i, (segment, key, x) in enumerate(items):
         if i:
@@ -153,9 +166,9 @@ def _tla_items(items: list[tuple[str, Any, Any]], out: list[str], sep: str, arro
             if arrow == " |-> ":
                 out.append(key)
             elif arrow:
-                _tla(key, out)
+                _tla(key, out, depth)
             out.append(arrow)
-            _tla(x, out)
+            _tla(x, out, depth)
         except _Unsupported as exc:
             exc.path.append(segment)
             raise

@@ -27,7 +27,7 @@ from typing import Any
 
 from protocols.errors import InternalError, TLCError
 from tracing.tla.literal import unescape_string
-from tracing.values import FnMap, Record
+from tracing.values import MAX_DEPTH, FnMap, Record
 
 __all__ = ["ModelValue", "normalize", "parse_state", "parse_value", "tlc_key"]
 
@@ -55,6 +55,12 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 _ALL_DIGITS = re.compile(r"[0-9]+")
+# TLC's integers have 32 bits; 20 digits hold 64. A longer one is not TLC's,
+# and Python cannot even parse one of more than 4300 digits.
+_MAX_INT_DIGITS = 20
+# `a..b` becomes the set of its integers; a larger interval is not a state
+# TLC printed for a trace (and would fill memory).
+MAX_INTERVAL = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +95,7 @@ class _Parser:
         self.text = text
         self.tokens = _tokenize(text)
         self.i = 0
+        self.depth = 0
 
     def peek(self, ahead: int = 0) -> _Token | None:
         j = self.i + ahead
@@ -120,6 +127,26 @@ class _Parser:
         return self.i >= len(self.tokens)
 
     def value(self) -> Any:
+        # Values nest MAX_DEPTH deep at most (tracing.values), and a container
+        # is one more call here, so this bounds the recursion; the one level
+        # more is the parentheses around a negative number.
+        if self.depth > MAX_DEPTH + 1:
+            raise self.fail(f"a value nested at most {MAX_DEPTH} levels deep")
+        self.depth += 1
+        try:
+            return self._value()
+        finally:
+            self.depth -= 1
+
+    def integer(self, tok: _Token) -> int:
+        if len(tok.text) > _MAX_INT_DIGITS:
+            raise TLCError(
+                f"cannot read TLC value: the integer at offset {tok.pos} has {len(tok.text)} "
+                f"digits; TLC's have at most {_MAX_INT_DIGITS}"
+            )
+        return int(tok.text)
+
+    def _value(self) -> Any:
         tok = self.next()
         if tok.kind == "string":
             try:
@@ -127,7 +154,7 @@ class _Parser:
             except ValueError as exc:
                 raise TLCError(f"cannot read TLC's output: {exc}") from None
         if tok.kind == "int":
-            return self.integer_or_interval(int(tok.text))
+            return self.integer_or_interval(self.integer(tok))
         if tok.kind == "ident":
             if tok.text == "TRUE":
                 return True
@@ -139,11 +166,11 @@ class _Parser:
             if digits.kind != "int":
                 self.i -= 1
                 raise self.fail("an integer after '-'")
-            return self.integer_or_interval(-int(digits.text))
+            return self.integer_or_interval(-self.integer(digits))
         if tok.text == "<<":
             return tuple(self.items(">>"))
         if tok.text == "{":
-            return frozenset(self.items("}"))
+            return _strict_set(list(self.items("}")))
         if tok.text == "[":
             return self.record()
         if tok.text == "(":
@@ -158,6 +185,10 @@ class _Parser:
         high = self.value()
         if not isinstance(high, int) or isinstance(high, bool):
             raise self.fail("an integer after '..'")
+        if high - low + 1 > MAX_INTERVAL:
+            raise TLCError(
+                f"cannot read TLC value: {low}..{high} holds more than {MAX_INTERVAL:,} integers"
+            )
         return frozenset(range(low, high + 1))
 
     def items(self, close: str) -> Iterator[Any]:
@@ -199,19 +230,43 @@ class _Parser:
                 self.i -= 1
                 raise self.fail("an integer after '-'")
             self.expect(")")
-            return first - int(subtrahend.text)
+            return first - self.integer(subtrahend)
         pairs: dict[Any, Any] = {}
         key = first
         while True:
             self.expect(":>")
             # `@@` is left-biased, so the first binding of a key is the one that counts.
-            pairs.setdefault(key, self.value())
+            value = self.value()
+            if key in pairs:
+                _check_same_key(key, pairs)
+            pairs.setdefault(key, value)
             if self.at(")"):
                 self.i += 1
                 break
             self.expect("@@")
             key = self.value()
         return _function(pairs)
+
+
+def _strict_set(items: list[Any]) -> frozenset[Any]:
+    """The set of `items`, refusing two that only Python equates (0 and FALSE):
+    keeping one would make a value TLC did not print."""
+    out = frozenset(items)
+    if len(out) < len(items) and len({tlc_key(x) for x in items}) != len(out):
+        raise TLCError(
+            "cannot read TLC value: a set holds values that differ only by a boolean where "
+            "the other has an integer (0 and FALSE), which Python cannot tell apart"
+        )
+    return out
+
+
+def _check_same_key(key: Any, pairs: dict[Any, Any]) -> None:
+    first = next(k for k in pairs if k == key)
+    if tlc_key(first) != tlc_key(key):
+        raise TLCError(
+            f"cannot read TLC value: a function maps both {first!r:.60} and {key!r:.60}, "
+            "which Python cannot tell apart"
+        )
 
 
 def _has_model_value(value: Any) -> bool:

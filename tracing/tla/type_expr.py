@@ -72,6 +72,9 @@ class Shape:
 
 
 ANY, INT, STR, BOOL = Shape("any"), Shape("int"), Shape("str"), Shape("bool")
+# The parser is recursive; a type nests at most this deep, as values do
+# (tracing.values.MAX_DEPTH), so no type text reaches Python's recursion limit.
+MAX_TYPE_DEPTH = 100
 _NAMED = {"Int": INT, "Nat": INT, "STRING": STR, "BOOLEAN": BOOL}
 _TOKEN = re.compile(
     r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<num>-?[0-9]+)'
@@ -122,6 +125,7 @@ class _TypeParser:
             self.tokens.append((m.lastgroup, m.group(m.lastgroup)))
             pos = m.end()
         self.pos = 0
+        self.depth = 0
 
     def peek(self, ahead: int = 0) -> str | None:
         i = self.pos + ahead
@@ -166,6 +170,16 @@ class _TypeParser:
         return items[0] if len(items) == 1 else Shape("tuple", tuple(items))
 
     def unary(self) -> Shape:
+        # Every nesting passes through here, so one counter bounds them all.
+        if self.depth >= MAX_TYPE_DEPTH:
+            raise _Syntax(f"nests deeper than {MAX_TYPE_DEPTH} levels, the limit")
+        self.depth += 1
+        try:
+            return self._unary()
+        finally:
+            self.depth -= 1
+
+    def _unary(self) -> Shape:
         if self.take("SUBSET"):
             return Shape("set", (self.unary(),))
         kind, text = self.next()
