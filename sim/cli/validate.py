@@ -18,6 +18,7 @@ import click
 from protocols.errors import ConfigError, TraceFormatError
 from sim import exitcodes
 from sim.cli.support import exit_code_help, guarded, out
+from tracing.inputs import check_regular_file
 from tracing.values import from_json
 
 # Files a folder contributes: the trace formats the codec reads.
@@ -37,13 +38,13 @@ def expand_traces(paths: tuple[Path, ...], any_suffix: bool = False) -> list[Pat
             )
             if not inside:
                 raise ConfigError(
-                    f"{path}: the folder holds no trace files ({', '.join(TRACE_SUFFIXES)})"
+                    f"{str(path)!r}: the folder holds no trace files ({', '.join(TRACE_SUFFIXES)})"
                 )
             found.extend(inside)
-        elif path.is_file():
+        elif check_regular_file(path, "trace"):
             found.append(path)
         else:
-            raise ConfigError(f"trace {path}: no such file or folder")
+            raise ConfigError(f"trace {str(path)!r}: no such file or folder")
     return found
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -262,3 +263,13 @@ def test_validate_another_systems_log_through_a_mapping_file() -> None:
     code, output = invoke("validate", "--mapping", mapping, "--spec", "X", log)
     assert code == exitcodes.USAGE
     assert "drop --spec and --constants" in output
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_validate_refuses_a_fifo_or_device_at_once(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "pipe.ndjson"
+    if kind == "fifo":
+        os.mkfifo(path)
+    code, output = invoke("validate", str(path) if kind == "fifo" else "/dev/zero")
+    assert code == exitcodes.USAGE
+    assert "reads only regular files" in output
