@@ -32,8 +32,9 @@ containers deep, and a decoded integer fits in 64 bits. Every reader and
 writer here is recursive, so the depth limit is what keeps them far from
 Python's recursion limit.
 
-Known limit, inherited from Python: the empty function, the empty record and
-`<<>>` are one value in TLA+ but `Record()`, `FnMap()` and `()` in Python.
+The empty function, the empty record and `<<>>` are one value in TLA+, so an
+empty `Record` or `FnMap` equals `()` and hashes alike: a set or a function
+domain holding two spellings of it holds one value, as in TLC.
 """
 
 from __future__ import annotations
@@ -187,11 +188,14 @@ class _Function(Mapping[_K, Any]):
             return self._d == other._d
         if isinstance(other, Mapping):
             return self._d == dict(other.items())
+        if type(other) is tuple:
+            # TLA+ has one empty function: <<>>, [x \in {} |-> ...] and the empty record.
+            return not self._d and not other
         return NotImplemented
 
     def __hash__(self) -> int:
         if self._hash is None:
-            self._hash = hash(frozenset(self._d.items()))
+            self._hash = hash(frozenset(self._d.items())) if self._d else hash(())
         return self._hash
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -593,11 +597,34 @@ def _check_kinds(values: list[Any], what: str) -> None:
         )
 
 
+def _unify_empty(j: Any) -> Any:
+    """Tagged JSON `j` with every empty function spelled `[]`, as TLA+ has
+    only one, and sets and domains sorted again by the new texts."""
+    if type(j) is list:
+        return [_unify_empty(x) for x in j]
+    if type(j) is not dict:
+        return j
+    if not j:
+        return []
+    if len(j) == 1 and _SET in j:
+        return {_SET: sorted((_unify_empty(x) for x in j[_SET]), key=_ENCODE)}
+    if len(j) == 1 and _MAP in j:
+        pairs = [[_unify_empty(k), _unify_empty(x)] for k, x in j[_MAP]]
+        return {_MAP: sorted(pairs, key=lambda pair: _ENCODE(pair[0]))}
+    return {k: _unify_empty(x) for k, x in j.items()}
+
+
+def _tla_text(v: Any) -> str:
+    """A text equal for two values exactly when TLA+ holds them equal; used
+    only where Python equality merged two values, so its cost is rare."""
+    return _ENCODE(_unify_empty(_enc(v)))
+
+
 def _collapsed(values: list[Any], what: str) -> _Unsupported:
     """The error for values that Python equates but TLA+ does not (0 and FALSE)."""
     seen: dict[Any, tuple[str, Any]] = {}
     for x in values:
-        text = _ENCODE(_enc(x))
+        text = _tla_text(x)
         if x in seen and seen[x][0] != text:
             return _Unsupported(
                 f"{what} holds {seen[x][0]:.60} and {text:.60}, which Python cannot tell "
@@ -622,7 +649,7 @@ def _strict_frozenset(values: list[Any], what: str) -> frozenset[Any]:
     if len(values) > 1:
         _check_kinds(values, what)
     # Duplicates are fine; values that differ in their text are not.
-    if len(out) < len(values) and len({_ENCODE(_enc(x)) for x in values}) != len(out):
+    if len(out) < len(values) and len({_tla_text(x) for x in values}) != len(out):
         raise _collapsed(values, what)
     return out
 
@@ -647,7 +674,7 @@ def _dec_tagged(tag: str, x: Any, depth: int) -> Any:
             raise
         if key in pairs:
             first = next(k for k in pairs if k == key)
-            if _ENCODE(_enc(first)) != _ENCODE(_enc(key)):
+            if _tla_text(first) != _tla_text(key):
                 raise _collapsed([first, key], f"the domain of {_MAP!r}")
             raise _Unsupported(f"{_MAP!r} lists the key {_ENCODE(_enc(key))!s:.60} twice")
         pairs[key] = value

@@ -330,3 +330,12 @@ def test_records_nested_one_inside_another_past_the_limit_are_refused_not_a_cras
     for convert in (to_tla, to_json, canonical_json):
         with pytest.raises(TraceFormatError, match="deep"):
             convert(value)
+
+
+def test_the_empty_function_has_one_value_however_it_is_spelled() -> None:
+    # <<>>, the empty record and the empty function are one TLA+ value.
+    assert from_json({"#set": [[], {}, {"#map": []}]}) == frozenset({()})
+    with pytest.raises(TraceFormatError, match="twice"):
+        from_json({"#map": [[[], 1], [{}, 2]]})
+    with pytest.raises(TraceFormatError, match="twice"):
+        from_json({"#map": [[[[]], 1], [[{}], 2]]})
