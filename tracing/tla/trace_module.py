@@ -57,7 +57,9 @@ __all__ = [
     "FREE_VAR",
     "GENERATED",
     "LINE_VAR",
+    "MAX_NESTING",
     "TRACE_VAR",
+    "check_writable",
     "config",
     "parse_end_marks",
     "trace_check",
@@ -74,6 +76,64 @@ _END_PRINT = re.compile(r'^<<"tlasimEnd", (\d+), (\d+)>>\r?$', re.MULTILINE)
 _NAMED_LENGTH = 12
 _ATOMS = (str, int, bool)
 _SMALL_INT = 2**31 - 1
+
+
+# Levels of sequences, sets and functions within one value. The writers here
+# and in `tracing.tla.literal` recurse once or more per level, so a deeper
+# value would exhaust Python's stack; `check_writable` refuses it first.
+MAX_NESTING = 200
+
+
+def check_writable(
+    value: Any, where: str, seen: dict[int, tuple[Any, int]] | None = None
+) -> None:
+    """Raise TraceFormatError, naming `where` and the path to the part, when the
+    generated modules cannot hold `value`: a string or an integer TLC cannot
+    hold, a type that is no TLA+ value, or nesting past MAX_NESTING levels.
+
+    Walked without recursion, so any depth gets an error, not a crash. `seen`
+    (by id: each value walked, kept alive, and the depth it was walked from)
+    lets one trace's lines share the walk of the values they share; a value
+    met again no deeper than before needs no second walk.
+    """
+    memo: dict[int, tuple[Any, int]] = {} if seen is None else seen
+    # Each entry: a value, its depth, and its path as (segment, parent path).
+    stack: list[tuple[Any, int, tuple[str, Any]]] = [(value, 0, (where, None))]
+    while stack:
+        v, depth, path = stack.pop()
+        t = type(v)
+        if t is bool or (t is int and 0 <= v <= _SMALL_INT):
+            continue
+        hit = memo.get(id(v))
+        if hit is not None and hit[0] is v and depth <= hit[1]:
+            continue
+        try:
+            if t is tuple or t is frozenset or t is Record or t is FnMap:
+                if depth >= MAX_NESTING:
+                    raise TraceFormatError(
+                        f"nested more than {MAX_NESTING} levels deep (sequences, sets and "
+                        "functions within each other)"
+                    )
+                if t is tuple:
+                    stack.extend((x, depth + 1, (f"[{i}]", path)) for i, x in enumerate(v))
+                elif t is frozenset:
+                    stack.extend((x, depth + 1, ("{element}", path)) for x in v)
+                else:
+                    for k, x in v.items():
+                        stack.append((k, depth + 1, ("{key}", path)))
+                        stack.append((x, depth + 1, (f"[{k!r:.60}]", path)))
+            else:
+                to_tla(v)
+        except TraceFormatError as exc:
+            segments = []
+            node: tuple[str, Any] | None = path
+            while node is not None:
+                segments.append(node[0])
+                node = node[1]
+            # to_tla names the value itself "value"; the path says where it is.
+            reason = str(exc).removeprefix("value: ")
+            raise TraceFormatError(f"{''.join(reversed(segments))}: {reason}") from None
+        memo[id(v)] = (v, depth)
 
 
 def _module(name: str, extends: Sequence[str], body: Sequence[str]) -> str:

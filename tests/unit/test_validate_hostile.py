@@ -1,0 +1,135 @@
+"""The validator against hostile traces: one bad trace never costs another its
+verdict, no logged string forges TLC's messages or a line of the report, and
+large values do not make SANY's parse quadratic."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_validate import _COUNTER, _TEMPLATE, GOOD, make_trace, state
+
+from protocols.errors import TLCError, TraceFormatError
+from tracing.codec import Trace
+from tracing.tla.trace_module import MAX_NESTING, check_writable
+from tracing.validation.validator import validate_traces
+from tracing.values import Record
+
+# TLC's -tool markers and a verdict line, as a logged string could hold them.
+FORGED = (
+    "x\n@!@!@ENDMSG 2217 @!@!@\n@!@!@STARTMSG 2110:1 @!@!@\nInvariant Forged is violated.\n"
+    "@!@!@ENDMSG 2110 @!@!@\n@!@!@STARTMSG 2193:0 @!@!@\n"
+)
+
+
+@pytest.fixture(scope="module")
+def spec_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("specs")
+    (root / "toy").mkdir()
+    (root / "toy" / "Counter.tla").write_text(_COUNTER)
+    (root / "toy" / "CounterTrace.tla").write_text(_TEMPLATE)
+    return root
+
+
+def named(lines: list[tuple[str | None, dict[str, Any]]], path: str, **header: Any) -> Trace:
+    trace = make_trace(lines)
+    assert trace.header is not None
+    return replace(trace, path=path, header=Record({**trace.header, **header}))
+
+
+def with_params(trace: Trace, step: int, params: Any) -> Trace:
+    steps = list(trace.steps)
+    steps[step] = replace(steps[step], params=Record(params))
+    return replace(trace, steps=tuple(steps))
+
+
+# --- TLC's output: only TLC's own message lines count ------------------------
+
+
+def test_validate_batch_keeps_its_verdicts_when_logged_strings_hold_tlc_markers(
+    spec_dir: Path,
+) -> None:
+    claimed = [*GOOD[:2], ("Claim", state(1, ("a",), a=FORGED))]
+    # The accepted trace holds the markers in its vars and params; the
+    # evaluation error makes TLC print them in its error trace; the rejected
+    # line makes the explaining run dump them.
+    accepted = with_params(named(claimed, "forged-ok.ndjson"), 2, {"note": FORGED})
+    eval_error = named([*claimed, ("Inc", {**state(2, ("a", "a"), a=FORGED), "count": "two"})],
+                       "forged-eval.ndjson")
+    rejected = named([*claimed, ("Inc", state(3, ("a", "a"), a=FORGED))], "forged-bad.ndjson")
+    traces = [make_trace(GOOD), accepted, eval_error, rejected, make_trace(GOOD[:3])]
+    verdicts = validate_traces(traces, spec_dirs=[spec_dir])
+    got = [(v.accepted, v.error, v.divergence and (v.divergence.step, v.divergence.reason))
+           for v in verdicts]
+    assert got == [
+        (True, None, None),
+        (True, None, None),
+        (False, None, (4, "eval_error")),
+        (False, None, (4, "step")),
+        (True, None, None),
+    ]
+    d = verdicts[3].divergence
+    assert d is not None and d.last_state is not None
+    assert d.last_state["owner"]["a"] == FORGED
+    assert [(x.name, x.logged, x.allowed[0]) for x in d.diffs] == [("count", 3, 2)]
+
+
+# --- isolation: a trace TLC cannot hold is refused alone ----------------------
+
+_UNWRITABLE = [
+    ("cafe.ndjson", ("Claim", state(1, ("a",), a="caf\u00e9")), "vars.owner['a']", "'é'"),
+    ("tick.ndjson", ("Claim", state(1, ("a",), a="a`b")), "vars.owner['a']", "'`'"),
+    ("big.ndjson", ("Claim", {**state(1, ("a",)), "count": 2**40}), "vars.count", "32-bit"),
+]
+
+
+def test_validate_batch_refuses_each_unwritable_trace_alone_naming_file_line_and_path(
+    spec_dir: Path,
+) -> None:
+    bad = [named([*GOOD[:2], line], path) for path, line, _, _ in _UNWRITABLE]
+    bad_param = with_params(named(GOOD, "param.ndjson"), 3, {"who": ("x", "\x00")})
+    bad_constant = named(GOOD, "const.ndjson", constants={"Limit": 3, "Names": {"a", "\u00e9"}})
+    # TLC cannot compare 1 with "a", so it fails on these constants before any
+    # trace's first state: only the traces that share them lose their verdict.
+    mixed_constant = named(GOOD, "mixed.ndjson", constants={"Limit": 3, "Names": {1, "a"}})
+    changed = list(GOOD)
+    changed[3] = ("Inc", state(3, ("a", GOOD[3][1]["log"][1])))
+    traces = [make_trace(GOOD), *bad, bad_param, bad_constant, mixed_constant,
+              make_trace(changed), make_trace(GOOD[:2])]
+    verdicts = validate_traces(traces, spec_dirs=[spec_dir], keep_going=True, explain=False)
+    assert [v.accepted for v in verdicts] == [True] + [False] * 7 + [True]
+    assert [v.error is None for v in verdicts] == [True] + [False] * 6 + [True, True]
+    for verdict, (path, _, where, what) in zip(verdicts[1:4], _UNWRITABLE, strict=True):
+        assert verdict.error is not None
+        assert verdict.error.startswith(f"{path}:4: {where}: "), verdict.error
+        assert what in verdict.error
+    assert str(verdicts[4].error).startswith("param.ndjson:5: params['who'][1]: ")
+    assert str(verdicts[5].error).startswith("const.ndjson: constant Names{element}: ")
+    assert str(verdicts[6].error).startswith("mixed.ndjson: ")
+    assert "TraceConst_Names" in str(verdicts[6].error)
+    d = verdicts[7].divergence
+    assert d is not None and (d.step, d.reason) == (4, "step")
+
+
+def test_validate_without_keep_going_raises_naming_the_file(spec_dir: Path) -> None:
+    path, line, where, _ = _UNWRITABLE[0]
+    with pytest.raises(TraceFormatError, match=rf"^{re.escape(path)}:4: {re.escape(where)}: "):
+        validate_traces([make_trace(GOOD), named([*GOOD[:2], line], path)], spec_dirs=[spec_dir])
+    mixed = named(GOOD, "mixed.ndjson", constants={"Limit": 3, "Names": {1, "a"}})
+    with pytest.raises(TLCError, match=r"^mixed\.ndjson: "):
+        validate_traces([mixed], spec_dirs=[spec_dir])
+
+
+def test_check_writable_names_the_path_of_a_value_nested_too_deeply() -> None:
+    value: Any = 1
+    for _ in range(10 * MAX_NESTING):
+        value = (value,)
+    with pytest.raises(TraceFormatError, match=rf"^vars\.x\[0\]\[0\].*more than {MAX_NESTING}"):
+        check_writable(value, "vars.x")
+    shallow: Any = "ok"
+    for _ in range(MAX_NESTING):
+        shallow = frozenset({shallow})
+    check_writable(shallow, "vars.x")
