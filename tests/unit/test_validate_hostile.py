@@ -4,6 +4,7 @@ large values do not make SANY's parse quadratic."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +16,9 @@ from test_validate import _COUNTER, _TEMPLATE, GOOD, make_trace, state
 from protocols.errors import TLCError, TraceFormatError
 from tracing.codec import Trace
 from tracing.tla.trace_module import MAX_NESTING, check_writable
-from tracing.validation.validator import validate_traces
+from tracing.validation.explain import Divergence, VarDiff
+from tracing.validation.report import printable
+from tracing.validation.validator import Verdict, validate_traces
 from tracing.values import Record
 
 # TLC's -tool markers and a verdict line, as a logged string could hold them.
@@ -133,3 +136,89 @@ def test_check_writable_names_the_path_of_a_value_nested_too_deeply() -> None:
     for _ in range(MAX_NESTING):
         shallow = frozenset({shallow})
     check_writable(shallow, "vars.x")
+
+
+# --- what is printed: every string from a file is escaped ---------------------
+
+# A newline that would start a forged verdict line, and terminal escapes: clear
+# the screen, a C1 control sequence introducer, a line separator, a bidi override.
+EVIL = "\nACCEPTED: forged.ndjson is a behaviour of Counter\x1b[2J\x9b31m\u2028\u202e"
+
+
+def assert_safe(text: str, accepted: bool) -> None:
+    heads = [row for row in text.splitlines() if row.startswith(("ACCEPTED", "REJECTED"))]
+    assert len(heads) <= 1
+    assert all(row.startswith("ACCEPTED") == accepted for row in heads), text
+    assert not any(row.startswith("ACCEPTED: forged") for row in text.splitlines()), text
+    for char in "\x1b\x9b\u2028\u202e\r\x85":
+        assert char not in text, (char, text)
+
+
+def _verdict_with_evil_everywhere() -> Verdict:
+    divergence = Divergence(
+        line=3,
+        step=2,
+        action="Inc" + EVIL,
+        params=Record({"p" + EVIL: "v" + EVIL}),
+        reason="step",
+        message="no step explains " + EVIL,
+        known_actions=("Init", "Inc" + EVIL),
+        diffs=(VarDiff("owner" + EVIL, {"a": EVIL}, ({"a": ""}, {"a": "x" + EVIL})),),
+        variables=3,
+        tlc_error="TLC said\n" + EVIL,
+        last_line=2,
+        last_state={"owner" + EVIL: {"a" + EVIL: EVIL}},
+        last_states=2,
+    )
+    header = {"seed": 7, "reproduce": "tlasim run toy --trace {trace}" + EVIL}
+    return Verdict(Path("out" + EVIL), False, 5, divergence, 1.0, "Counter" + EVIL, header)
+
+
+def test_report_and_summary_escape_every_string_from_a_file() -> None:
+    verdict = _verdict_with_evil_everywhere()
+    assert_safe(verdict.report(), accepted=False)
+    assert "\n" not in verdict.summary()
+    assert_safe(verdict.summary(), accepted=False)
+    accepted = replace(verdict, accepted=True, divergence=None)
+    assert_safe(accepted.report(), accepted=True)
+    assert len(accepted.report().splitlines()) == 1
+    errored = replace(verdict, error="out" + EVIL + ": cannot read" + EVIL)
+    assert_safe(errored.report(), accepted=False)
+    assert_safe(errored.summary(), accepted=False)
+    # Escapes are visible, and JSON keeps the value itself, escaped by JSON.
+    assert "\\x1b[2J\\x9b31m\\u2028\\u202e" in verdict.report()
+    as_json = json.dumps(verdict.to_json())
+    assert_safe(as_json, accepted=False)
+    assert json.loads(as_json)["trace"] == "out" + EVIL
+
+
+def test_printable_escapes_only_what_is_not_plainly_visible() -> None:
+    assert printable("tlasim run twopc --seed 7 'a b' é → 中") == (
+        "tlasim run twopc --seed 7 'a b' é → 中"
+    )
+    assert printable("a\nb\tc\x1b[0m\x7f\x85\u200b\udcff") == (
+        "a\\nb\\tc\\x1b[0m\\x7f\\x85\\u200b\\udcff"
+    )
+
+
+def test_validate_output_escapes_path_spec_action_and_reproduce_of_real_traces(
+    spec_dir: Path,
+) -> None:
+    evil_path = named(GOOD, "out" + EVIL + ".ndjson", reproduce="tlasim run {trace}" + EVIL)
+    evil_spec = named(GOOD, "spec.ndjson", spec="Counter" + EVIL)
+    evil_action = named([GOOD[0], ("Inc" + EVIL, GOOD[1][1])], "action" + EVIL)
+    changed = list(GOOD)
+    changed[1] = ("Inc", state(2, ("a",), a=EVIL.replace("\x1b", "").replace("\x9b", "")[:20]))
+    evil_rejected = named(changed, "bad" + EVIL, reproduce="tlasim run {trace}" + EVIL)
+    verdicts = validate_traces(
+        [evil_path, evil_spec, evil_action, evil_rejected], spec_dirs=[spec_dir],
+        keep_going=True, explain=False,
+    )
+    assert [(v.accepted, v.error is not None) for v in verdicts] == [
+        (True, False), (False, True), (False, False), (False, False)
+    ]
+    for verdict in verdicts:
+        assert_safe(verdict.report(), verdict.accepted)
+        assert_safe(verdict.summary(), verdict.accepted)
+        assert "\n" not in verdict.summary()
+    assert str(verdicts[1].error).startswith("spec.ndjson: ")

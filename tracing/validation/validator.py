@@ -59,7 +59,13 @@ from tracing.tla.trace_module import (
     trace_data,
 )
 from tracing.validation.explain import JVM_ARGS, Divergence, Reason, VarDiff, explain_divergence
-from tracing.validation.report import render_json, render_report, render_summary, show
+from tracing.validation.report import (
+    printable,
+    render_json,
+    render_report,
+    render_summary,
+    show,
+)
 from tracing.values import freeze
 
 __all__ = ["Divergence", "VarDiff", "Verdict", "validate_trace", "validate_traces"]
@@ -107,7 +113,7 @@ def _constants(trace: Trace, spec: TraceSpec, given: Mapping[str, Any] | None) -
         header_constants = trace.header.get("constants") if trace.header else None
         if header_constants is not None and not isinstance(header_constants, Mapping):
             raise TraceFormatError(
-                f"{trace.path}: the header's constants must be an object of name: value"
+                f"{_file(trace.path)}: the header's constants must be an object of name: value"
             )
         values = dict(header_constants or {})
     declared = [c for c, _ in spec.decls.constants]
@@ -115,7 +121,7 @@ def _constants(trace: Trace, spec: TraceSpec, given: Mapping[str, Any] | None) -
     extra = sorted(set(values) - set(declared))
     if missing or extra:
         raise TraceFormatError(
-            f"{trace.path}: the trace's constants do not match {spec.name}'s CONSTANTS "
+            f"{_file(trace.path)}: the trace's constants do not match {spec.name}'s CONSTANTS "
             f"{declared}: "
             + "; ".join(
                 part
@@ -138,7 +144,7 @@ def _check_header_variables(trace: Trace, spec: TraceSpec) -> None:
     names = list(declared) if isinstance(declared, Mapping | tuple) else None
     if names is None or set(names) != set(spec.decls.variables):
         raise TraceFormatError(
-            f"{trace.path}: the header declares variables {names!r}, but {spec.name} has "
+            f"{_file(trace.path)}: the header declares variables {names!r}, but {spec.name} has "
             f"{list(spec.decls.variables)}"
         )
 
@@ -194,14 +200,14 @@ def _unwritable(trace: Trace, constants: Mapping[str, Any]) -> str | None:
         for name, value in constants.items():
             check_writable(value, f"constant {name}", seen)
     except TraceFormatError as exc:
-        return f"{trace.path}: {exc}"
+        return f"{_file(trace.path)}: {exc}"
     for step in trace.steps:
         try:
             for name, value in step.vars.items():
                 check_writable(value, f"vars.{name}", seen)
             check_writable(step.params, "params", seen)
         except TraceFormatError as exc:
-            return f"{trace.path}:{step.line}: {exc}"
+            return f"{_file(trace.path)}:{step.line}: {exc}"
     return None
 
 
@@ -425,11 +431,20 @@ def _finish(
 # --- the entry points -------------------------------------------------------
 
 
+def _file(path: Path | str | None) -> str:
+    """A trace's file name as an error message shows it: escaped, since a
+    name may hold a newline or a terminal escape."""
+    return printable(str(path))
+
+
 def _naming(path: Path | str | None, message: str) -> str:
-    """The message, led by the trace's file when it does not name it already."""
-    if path is None or message.startswith(str(path)):
+    """The message, led by the trace's file (escaped) when it does not name it
+    already."""
+    if path is None or message.startswith(_file(path)):
         return message
-    return f"{path}: {message}"
+    if message.startswith(str(path)):
+        return _file(path) + message[len(str(path)) :]
+    return f"{_file(path)}: {message}"
 
 
 def _load(
@@ -446,11 +461,11 @@ def _load(
         name = trace.header.get("spec")
     if not isinstance(name, str):
         raise TraceFormatError(
-            f"{trace.path}: the trace has no header naming its spec; give the spec module "
+            f"{_file(trace.path)}: the trace has no header naming its spec; give the spec module "
             "(tlasim validate --spec NAME)"
         )
     if not trace.steps:
-        raise TraceFormatError(f"{trace.path}: the trace has no step lines")
+        raise TraceFormatError(f"{_file(trace.path)}: the trace has no step lines")
     if name not in specs:
         specs[name] = load_trace_spec(name, spec_dirs)
     loaded = specs[name]
@@ -516,7 +531,7 @@ def validate_traces(
             _check_batch(folder, batch, timeout_s, tlc)
             failed = [item for item in batch if item.unchecked is not None]
             if failed and not keep_going:
-                files = ", ".join(str(item.trace.path) for item in failed[:5])
+                files = ", ".join(_file(item.trace.path) for item in failed[:5])
                 more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
                 raise TLCError(f"{files}{more}: {failed[0].unchecked}")
             for item in batch:
