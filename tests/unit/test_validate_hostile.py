@@ -15,11 +15,13 @@ from test_validate import _COUNTER, _TEMPLATE, GOOD, make_trace, state
 
 from protocols.errors import TLCError, TraceFormatError
 from tracing.codec import Trace
-from tracing.tla.trace_module import MAX_NESTING, check_writable
+from tracing.tla.literal import to_tla
+from tracing.tla.tlc import run_tlc
+from tracing.tla.trace_module import LINE_CAP, MAX_NESTING, check_writable, trace_data
 from tracing.validation.explain import Divergence, VarDiff
 from tracing.validation.report import printable
 from tracing.validation.validator import Verdict, validate_traces
-from tracing.values import Record
+from tracing.values import FnMap, Record
 
 # TLC's -tool markers and a verdict line, as a logged string could hold them.
 FORGED = (
@@ -222,3 +224,99 @@ def test_validate_output_escapes_path_spec_action_and_reproduce_of_real_traces(
         assert_safe(verdict.summary(), verdict.accepted)
         assert "\n" not in verdict.summary()
     assert str(verdicts[1].error).startswith("spec.ndjson: ")
+
+
+# --- large values: no long line for SANY to parse -----------------------------
+
+_BLOB = r"""---------------- MODULE Blob ----------------
+EXTENDS Naturals
+VARIABLES text, bag
+Init == text = "" /\ bag = {}
+Write(s) == text' = s /\ UNCHANGED bag
+Fill(b) == bag' = b /\ UNCHANGED text
+Keep == UNCHANGED <<text, bag>>
+==============================================
+"""
+_BLOB_TEMPLATE = r"""---------------- MODULE BlobTrace ----------------
+EXTENDS Blob
+TraceActionNames == {"Init", "Write", "Fill", "Keep"}
+TraceAction(e) ==
+    CASE e.action = "Write" -> Write(e.vars.text)
+      [] e.action = "Fill" -> Fill(e.vars.bag)
+      [] e.action = "Keep" -> Keep
+      [] OTHER -> FALSE
+==================================================
+"""
+# Every escape TLA+ strings have, so that pieces are cut next to escapes.
+_TEXT_UNIT = 'line "quoted" \\ back\tslash\r\f ==== (* \n'
+
+
+def big_text(chars: int) -> str:
+    return (_TEXT_UNIT * (chars // len(_TEXT_UNIT) + 1))[:chars]
+
+
+def blob_trace(text: str, bag: frozenset[Any], kept: tuple[str, frozenset[Any]]) -> Trace:
+    empty: frozenset[Any] = frozenset()
+    rows: list[tuple[str | None, dict[str, Any]]] = [
+        ("Init", {"text": "", "bag": empty}),
+        ("Write", {"text": text, "bag": empty}),
+        ("Fill", {"text": text, "bag": bag}),
+        ("Keep", {"text": kept[0], "bag": kept[1]}),
+    ]
+    trace = make_trace(rows)
+    return replace(trace, path="blob.ndjson", header=Record({"spec": "Blob", "constants": {}}))
+
+
+def test_trace_data_keeps_every_line_of_large_values_under_the_cap() -> None:
+    text = big_text(1_000_000)
+    bag = frozenset(f"e{i}" for i in range(100_000))
+    records = frozenset(Record({"id": i, "note": f"n{i}"}) for i in range(2_000))
+    pairs = FnMap({(i, "k"): i for i in range(5_000)})
+    steps: list[tuple[str | None, dict[str, Any]]] = [
+        ("Init", {"text": "", "bag": frozenset()}),
+        ("Write", {"text": text, "bag": bag | records}),
+        ("Fill", {"text": text, "bag": bag | {("a", i) for i in range(3_000)}}),
+        ("Keep", {"text": text[:-1], "bag": frozenset({pairs, tuple(range(10_000))})}),
+    ]
+    # Many small traces make the list of all traces long too.
+    small = make_trace([steps[0]])
+    traces = [make_trace(steps), *[small] * 3_000]
+    data = trace_data(traces, {"Big": bag, "Text": text})
+    longest = max(len(row) for row in data.splitlines())
+    assert longest <= LINE_CAP
+    assert data.count("\n====") == 1
+
+
+def test_split_string_literal_is_the_same_value_to_tlc(tmp_path: Path) -> None:
+    # Compared with the same string written whole, in one TLC run.
+    text = big_text(20_000)
+    data = trace_data([], {"Split": text})
+    split = data[data.index("TraceConst_Split == ") + len("TraceConst_Split == ") :]
+    split = split[: split.index("\n====")]
+    assert "\\o" in split
+    (tmp_path / "Same.tla").write_text(
+        "---- MODULE Same ----\nEXTENDS Sequences\nVARIABLE x\n"
+        f"Split == {split}\nWhole == {to_tla(text)}\n"
+        "ASSUME Split = Whole /\\ Len(Split) = 20000\n"
+        "Init == x = 0\nNext == UNCHANGED x\n====\n"
+    )
+    (tmp_path / "Same.cfg").write_text("INIT Init\nNEXT Next\n")
+    result = run_tlc(tmp_path / "Same.tla", tmp_path / "Same.cfg", workdir=tmp_path / "work")
+    assert result.outcome == "ok", result.error_text()
+
+
+def test_validate_accepts_a_large_string_and_set_and_rejects_a_mutated_one(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "blob").mkdir()
+    (tmp_path / "blob" / "Blob.tla").write_text(_BLOB)
+    (tmp_path / "blob" / "BlobTrace.tla").write_text(_BLOB_TEMPLATE)
+    text = big_text(200_000)
+    bag = frozenset(f"e{i}" for i in range(20_000))
+    middle = len(text) // 2
+    kept = [(text, bag), (text[:middle] + "X" + text[middle + 1 :], bag), (text, bag - {"e7"})]
+    verdicts = validate_traces(
+        [blob_trace(text, bag, k) for k in kept], spec_dirs=[tmp_path], explain=False
+    )
+    got = [(v.accepted, v.divergence and v.divergence.step) for v in verdicts]
+    assert got == [(True, None), (False, 4), (False, 4)]

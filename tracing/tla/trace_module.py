@@ -56,6 +56,7 @@ __all__ = [
     "END_MARK",
     "FREE_VAR",
     "GENERATED",
+    "LINE_CAP",
     "LINE_VAR",
     "MAX_NESTING",
     "TRACE_VAR",
@@ -75,6 +76,14 @@ _END_PRINT = re.compile(r'^<<"tlasimEnd", (\d+), (\d+)>>\r?$', re.MULTILINE)
 # A compound part whose text is longer than this gets a definition of its own.
 _NAMED_LENGTH = 12
 _ATOMS = (str, int, bool)
+# SANY's parse time grows with the square of a line's length (a 1 MB value on
+# one line took minutes), so no line of the generated text is long: a list
+# breaks after the separator that passes _BREAK_AT characters, and a string
+# longer than _PIECE characters is written as pieces joined by `\o`, one
+# piece a line. No line is longer than LINE_CAP.
+_BREAK_AT = 400
+_PIECE = 200
+LINE_CAP = 1000
 _SMALL_INT = 2**31 - 1
 
 
@@ -136,6 +145,44 @@ def check_writable(
         memo[id(v)] = (v, depth)
 
 
+def _wrap(items: Sequence[str], sep: str) -> str:
+    """The items joined by `sep`, the line broken after a separator once it
+    passes _BREAK_AT characters. Breaks fall between whole items, so never
+    inside a literal, and whitespace means nothing in these expressions."""
+    out: list[str] = []
+    width = 0
+    for i, item in enumerate(items):
+        if i:
+            if width >= _BREAK_AT:
+                out.append(sep.rstrip() + "\n    ")
+                width = 4
+            else:
+                out.append(sep)
+                width += len(sep)
+        out.append(item)
+        last = item.rfind("\n")
+        width = len(item) - last - 1 if last >= 0 else width + len(item)
+    return "".join(out)
+
+
+def _string(value: str) -> str:
+    """A string literal; a long one as pieces joined by `\\o`, one piece a
+    line, in a balanced tree so TLC copies each character only log(n) times.
+
+    The string is cut before it is escaped, so no escape is ever split, and
+    `\\o` of strings is the string of their characters in order: the text
+    means the same value."""
+    if len(value) <= _PIECE:
+        return to_tla(value)
+    parts = [to_tla(value[i : i + _PIECE]) for i in range(0, len(value), _PIECE)]
+    while len(parts) > 1:
+        paired = [f"({a} \\o\n    {b})" for a, b in zip(parts[::2], parts[1::2], strict=False)]
+        if len(parts) % 2:
+            paired.append(parts[-1])
+        parts = paired
+    return parts[0]
+
+
 def _module(name: str, extends: Sequence[str], body: Sequence[str]) -> str:
     rule = "-" * 20
     return "\n".join(
@@ -168,7 +215,7 @@ class _Encoder:
         if t is str:
             text = self._strings.get(value)
             if text is None:
-                text = self._strings[value] = to_tla(value)
+                text = self._strings[value] = _string(value)
             return text
         if t is bool:
             return "TRUE" if value else "FALSE"
@@ -178,9 +225,9 @@ class _Encoder:
         if hit is not None and hit[0] is value:
             return hit[1]
         if t is tuple:
-            text = "<<" + ", ".join([self.part(x) for x in value]) + ">>"
+            text = "<<" + _wrap([self.part(x) for x in value], ", ") + ">>"
         elif t is frozenset:
-            text = "{" + ", ".join(sorted([self.part(x) for x in value])) + "}"
+            text = "{" + _wrap(sorted([self.part(x) for x in value]), ", ") + "}"
         elif t is Record or t is FnMap:
             text = self._function(value)
         else:
@@ -193,9 +240,9 @@ class _Encoder:
             # TLC equates <<>> with every function on the empty domain.
             return "<<>>"
         if all(is_field_name(k) for k in value):
-            return "[" + ", ".join([f"{k} |-> {self.part(x)}" for k, x in value.items()]) + "]"
+            return "[" + _wrap([f"{k} |-> {self.part(x)}" for k, x in value.items()], ", ") + "]"
         pairs = [f"{self.part(k)} :> {self.part(x)}" for k, x in value.items()]
-        return "(" + " @@ ".join(pairs) + ")"
+        return "(" + _wrap(pairs, " @@ ") + ")"
 
     def part(self, value: Any) -> str:
         """The value's text as a part of a bigger one: a name when it is long."""
@@ -227,17 +274,19 @@ class _Encoder:
                 for text, key in new_keys.items()
                 if text not in old_keys or self.expr(old[old_keys[text]]) != self.expr(new[key])
             ]
-            base = f"tlasimWithout({ref}, {{{', '.join(removed)}}})" if removed else ref
-            candidate = "(" + " @@ ".join([*changes, base]) + ")"
+            base = f"tlasimWithout({ref}, {{{_wrap(removed, ', ')}}})" if removed else ref
+            candidate = "(" + _wrap([*changes, base], " @@ ") + ")"
             best = min(best, candidate, key=len)
         elif isinstance(new, frozenset) and isinstance(old, frozenset):
             new_items = {self.part(x) for x in new}
             old_items = {self.part(x) for x in old}
             candidate = ref
             if old_items - new_items:
-                candidate = f"({candidate} \\ {{{', '.join(sorted(old_items - new_items))}}})"
+                gone = _wrap(sorted(old_items - new_items), ", ")
+                candidate = f"({candidate} \\ {{{gone}}})"
             if new_items - old_items:
-                candidate = f"({candidate} \\cup {{{', '.join(sorted(new_items - old_items))}}})"
+                added = _wrap(sorted(new_items - old_items), ", ")
+                candidate = f"({candidate} \\cup {{{added}}})"
             best = min(best, candidate, key=len)
         elif (
             isinstance(new, tuple)
@@ -245,7 +294,7 @@ class _Encoder:
             and len(new) > len(old) > 0
             and all(self.expr(a) == self.expr(b) for a, b in zip(new, old, strict=False))
         ):
-            tail = ", ".join(self.part(x) for x in new[len(old) :])
+            tail = _wrap([self.part(x) for x in new[len(old) :]], ", ")
             best = min(best, f"({ref} \\o <<{tail}>>)", key=len)
         return best
 
@@ -269,6 +318,9 @@ def trace_data(traces: Sequence[Trace], constants: Mapping[str, Any]) -> str:
             lines.append(f"tlasimL({action}, {params}, {name})")
             previous = (name, step.vars)
         logs.append(f"tlasimT{t} == <<" + ",\n    ".join(lines) + ">>")
+    # Written by the encoder too, so a long constant breaks its lines; its
+    # parts' definitions must come before it.
+    consts = [f"TraceConst_{name} == {encoder.expr(value)}" for name, value in constants.items()]
     body = [
         "(* A function without some keys; partial functions are what `@@` extends. *)",
         "tlasimWithout(f, keys) == [k \\in DOMAIN f \\ keys |-> f[k]]",
@@ -277,9 +329,9 @@ def trace_data(traces: Sequence[Trace], constants: Mapping[str, Any]) -> str:
         *encoder.defs,
         *states,
         *logs,
-        "TraceLogs == <<" + ", ".join(f"tlasimT{t}" for t in range(1, len(traces) + 1)) + ">>",
+        "TraceLogs == <<" + _wrap([f"tlasimT{t}" for t in range(1, len(traces) + 1)], ", ") + ">>",
     ]
-    body.extend(f"TraceConst_{name} == {to_tla(value)}" for name, value in constants.items())
+    body.extend(consts)
     # TLC is extended for `:>` and `@@`, Integers for negative numbers.
     return _module("TraceData", ["Integers", "Sequences", "TLC"], body)
 
@@ -294,10 +346,11 @@ def _vars_expr(
             changed = encoder.delta(value, old[v], f"{ref}.{v}")
             if changed is not None:
                 changes.append(f"!.{v} = {changed}")
-        return f"[{ref} EXCEPT {', '.join(changes)}]" if changes else ref
+        return f"[{ref} EXCEPT {_wrap(changes, ', ')}]" if changes else ref
     if not logged:
         return "<<>>"
-    return "[" + ", ".join(f"{v} |-> {encoder.part(value)}" for v, value in logged.items()) + "]"
+    fields = [f"{v} |-> {encoder.part(value)}" for v, value in logged.items()]
+    return "[" + _wrap(fields, ", ") + "]"
 
 
 def _bind(variables: Sequence[str], line: str, primed: bool) -> list[str]:
