@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,15 @@ def spec_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def named(lines: list[tuple[str | None, dict[str, Any]]], path: str, **header: Any) -> Trace:
-    trace = make_trace(lines)
+Lines = Sequence[tuple[str | None, dict[str, Any]]]
+
+
+def trace_of(lines: Lines) -> Trace:
+    return make_trace(list(lines))
+
+
+def named(lines: Lines, path: str, **header: Any) -> Trace:
+    trace = trace_of(lines)
     assert trace.header is not None
     return replace(trace, path=path, header=Record({**trace.header, **header}))
 
@@ -65,7 +73,7 @@ def test_validate_batch_keeps_its_verdicts_when_logged_strings_hold_tlc_markers(
     eval_error = named([*claimed, ("Inc", {**state(2, ("a", "a"), a=FORGED), "count": "two"})],
                        "forged-eval.ndjson")
     rejected = named([*claimed, ("Inc", state(3, ("a", "a"), a=FORGED))], "forged-bad.ndjson")
-    traces = [make_trace(GOOD), accepted, eval_error, rejected, make_trace(GOOD[:3])]
+    traces = [trace_of(GOOD), accepted, eval_error, rejected, trace_of(GOOD[:3])]
     verdicts = validate_traces(traces, spec_dirs=[spec_dir])
     got = [(v.accepted, v.error, v.divergence and (v.divergence.step, v.divergence.reason))
            for v in verdicts]
@@ -102,8 +110,8 @@ def test_validate_batch_refuses_each_unwritable_trace_alone_naming_file_line_and
     mixed_constant = named(GOOD, "mixed.ndjson", constants={"Limit": 3, "Names": {1, "a"}})
     changed = list(GOOD)
     changed[3] = ("Inc", state(3, ("a", GOOD[3][1]["log"][1])))
-    traces = [make_trace(GOOD), *bad, bad_param, bad_constant, mixed_constant,
-              make_trace(changed), make_trace(GOOD[:2])]
+    traces = [trace_of(GOOD), *bad, bad_param, bad_constant, mixed_constant,
+              trace_of(changed), trace_of(GOOD[:2])]
     verdicts = validate_traces(traces, spec_dirs=[spec_dir], keep_going=True, explain=False)
     assert [v.accepted for v in verdicts] == [True] + [False] * 7 + [True]
     assert [v.error is None for v in verdicts] == [True] + [False] * 6 + [True, True]
@@ -122,7 +130,7 @@ def test_validate_batch_refuses_each_unwritable_trace_alone_naming_file_line_and
 def test_validate_without_keep_going_raises_naming_the_file(spec_dir: Path) -> None:
     path, line, where, _ = _UNWRITABLE[0]
     with pytest.raises(TraceFormatError, match=rf"^{re.escape(path)}:4: {re.escape(where)}: "):
-        validate_traces([make_trace(GOOD), named([*GOOD[:2], line], path)], spec_dirs=[spec_dir])
+        validate_traces([trace_of(GOOD), named([*GOOD[:2], line], path)], spec_dirs=[spec_dir])
     mixed = named(GOOD, "mixed.ndjson", constants={"Limit": 3, "Names": {1, "a"}})
     with pytest.raises(TLCError, match=r"^mixed\.ndjson: "):
         validate_traces([mixed], spec_dirs=[spec_dir])

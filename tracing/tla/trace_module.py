@@ -13,7 +13,10 @@ record) is a definition of its own, written once per batch, and each line's
 (`[prev EXCEPT !.x = ...]`, with `(k :> v) @@ f`, `(s \\ {..}) \\cup {..}`
 or `q \\o <<..>>` where that is shorter than the new value). The text grows
 with the changes, not with the state's size. TLC evaluates these constant
-definitions once, before the search, to exactly the logged values.
+definitions once, before the search, to exactly the logged values. No line
+is long (LINE_CAP), since SANY's parse time grows with the square of a
+line's length: lists break between items, long strings are pieces joined by
+`\\o`.
 
 `TraceCheck` walks every trace of the batch at once: Init picks the trace
 (`TRACE_VAR`) and binds line 1; each step binds the next line's logged
