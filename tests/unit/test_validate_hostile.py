@@ -195,6 +195,11 @@ def test_report_and_summary_escape_every_string_from_a_file() -> None:
     errored = replace(verdict, error="out" + EVIL + ": cannot read" + EVIL)
     assert_safe(errored.report(), accepted=False)
     assert_safe(errored.summary(), accepted=False)
+    # A seed that is no 64-bit integer is not shown, nor does it fail the report.
+    for seed in (10**5000, True):
+        odd = replace(verdict, header={**(verdict.header or {}), "seed": seed})
+        assert "seed:" not in odd.report()
+        assert odd.to_json()["seed"] is None
     # Escapes are visible, and JSON keeps the value itself, escaped by JSON.
     assert "\\x1b[2J\\x9b31m\\u2028\\u202e" in verdict.report()
     as_json = json.dumps(verdict.to_json())

@@ -154,12 +154,23 @@ def _origin(verdict: Verdict) -> list[str]:
     when its header says (another system's trace has no header)."""
     header = verdict.header or {}
     lines = []
-    if isinstance(header.get("seed"), int):
-        lines.append(f"  seed: {header['seed']}")
+    seed = _seed(header)
+    if seed is not None:
+        lines.append(f"  seed: {seed}")
     command = regenerate_command(verdict)
     if command is not None:
         lines.append(f"  regenerate: {printable(command)}")
     return lines
+
+
+def _seed(header: Mapping[str, Any]) -> int | None:
+    """The header's seed when it is one: an integer of at most 64 bits (a
+    boolean is not one, and Python will not print an integer of thousands
+    of digits)."""
+    seed = header.get("seed")
+    if type(seed) is int and -(2**63) <= seed < 2**64:
+        return seed
+    return None
 
 
 def regenerate_command(verdict: Verdict) -> str | None:
@@ -184,7 +195,7 @@ def render_json(verdict: Verdict) -> dict[str, Any]:
         "accepted": verdict.accepted,
         "steps": verdict.steps,
         "tlc_seconds": round(verdict.tlc_seconds, 3),
-        "seed": header.get("seed") if isinstance(header.get("seed"), int) else None,
+        "seed": _seed(header),
         "regenerate": regenerate_command(verdict),
         "error": verdict.error,
         "divergence": None,
