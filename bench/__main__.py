@@ -34,6 +34,8 @@ def main() -> None:
 
     for line in validation.describe(validation.run()):
         console.print(line, markup=False)
+    for line in validation.describe_large(validation.large_values()):
+        console.print(line, markup=False)
 
     twopc_rates = campaign.run("twopc")
     campaign_table("twopc", twopc_rates, console)

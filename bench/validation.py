@@ -7,6 +7,11 @@ process checks. One
 process per trace costs about a second and a half each, so by default it is
 timed on a sample and the ratio compares seconds per trace;
 `python -m bench.validation --sample 1000` times it on every trace.
+
+`large_values` times one trace with a 1 MB string and a 100,000-element set
+(SANY's parse is quadratic in line length, so the generated module breaks
+its lines), and, side by side on a tenth of that, the same module text
+written the old way, each value on one line.
 """
 
 from __future__ import annotations
@@ -14,11 +19,17 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sim.run.runner import run_seed
+from tracing.codec import Trace, TraceStep
+from tracing.tla import trace_module
 from tracing.validation.validator import validate_trace, validate_traces
+from tracing.values import Record
 
 
 @dataclass(frozen=True)
@@ -88,12 +99,110 @@ def describe(c: ValidationComparison) -> list[str]:
     return lines
 
 
+# A spec whose state is one string and one set, each written whole by a step
+# and then kept, so TLC compares the logged values with the spec's.
+_BLOB = r"""---------------- MODULE Blob ----------------
+VARIABLES text, bag
+Init == text = "" /\ bag = {}
+Write(s) == text' = s /\ UNCHANGED bag
+Fill(b) == bag' = b /\ UNCHANGED text
+Keep == UNCHANGED <<text, bag>>
+==============================================
+"""
+_BLOB_TEMPLATE = r"""---------------- MODULE BlobTrace ----------------
+EXTENDS Blob
+TraceActionNames == {"Init", "Write", "Fill", "Keep"}
+TraceAction(e) ==
+    CASE e.action = "Write" -> Write(e.vars.text)
+      [] e.action = "Fill" -> Fill(e.vars.bag)
+      [] e.action = "Keep" -> Keep
+      [] OTHER -> FALSE
+==================================================
+"""
+
+
+@dataclass(frozen=True)
+class LargeValues:
+    chars: int  # the string's length
+    elements: int  # the set's size
+    seconds: float  # validate_traces wall time, module lines broken
+    small_chars: int
+    small_elements: int
+    small_seconds: float  # the smaller trace, lines broken
+    small_one_line_seconds: float  # the smaller trace, each value on one line
+
+
+def _blob_trace(chars: int, elements: int) -> Trace:
+    text = ('say "hi" \\ back\n' * (chars // 16 + 1))[:chars]
+    bag = frozenset(f"e{i}" for i in range(elements))
+    empty: frozenset[Any] = frozenset()
+    rows = [("Init", "", empty), ("Write", text, empty), ("Fill", text, bag), ("Keep", text, bag)]
+    steps = tuple(
+        TraceStep(i + 2, i, i, None, action, Record(), Record({"text": t, "bag": b}))
+        for i, (action, t, b) in enumerate(rows)
+    )
+    return Trace("blob.ndjson", Record({"spec": "Blob", "constants": Record()}), steps)
+
+
+@contextmanager
+def _one_line() -> Iterator[None]:
+    """The generated module as it was written before: no line breaks in values."""
+    saved = trace_module._BREAK_AT, trace_module._PIECE
+    trace_module._BREAK_AT = trace_module._PIECE = 2**62
+    try:
+        yield
+    finally:
+        trace_module._BREAK_AT, trace_module._PIECE = saved
+
+
+def _time_blob(specs: Path, chars: int, elements: int) -> float:
+    trace = _blob_trace(chars, elements)
+    start = time.perf_counter()
+    verdict = validate_traces([trace], spec_dirs=[specs])[0]
+    seconds = time.perf_counter() - start
+    if not verdict.accepted:
+        raise SystemExit(f"the large-value trace was rejected:\n{verdict.report()}")
+    return seconds
+
+
+def large_values(
+    chars: int = 1_000_000, elements: int = 100_000, small: int = 10
+) -> LargeValues:
+    """Validation time of one trace with a `chars` string and an `elements` set;
+    and of one a `small`-th that size, with lines broken and on one line."""
+    with tempfile.TemporaryDirectory(prefix="tlasim-bench-") as scratch:
+        specs = Path(scratch)
+        (specs / "blob").mkdir()
+        (specs / "blob" / "Blob.tla").write_text(_BLOB)
+        (specs / "blob" / "BlobTrace.tla").write_text(_BLOB_TEMPLATE)
+        seconds = _time_blob(specs, chars, elements)
+        small_chars, small_elements = chars // small, elements // small
+        small_seconds = _time_blob(specs, small_chars, small_elements)
+        with _one_line():
+            one_line = _time_blob(specs, small_chars, small_elements)
+    return LargeValues(
+        chars, elements, seconds, small_chars, small_elements, small_seconds, one_line
+    )
+
+
+def describe_large(c: LargeValues) -> list[str]:
+    return [
+        f"TLC validation of one trace holding a {c.chars:,}-character string and a "
+        f"{c.elements:,}-element set: {c.seconds:.1f} s",
+        f"  a tenth of that ({c.small_chars:,} characters, {c.small_elements:,} elements): "
+        f"{c.small_seconds:.1f} s with lines broken, {c.small_one_line_seconds:.1f} s with "
+        f"each value on one line ({c.small_one_line_seconds / c.small_seconds:.1f}x slower)",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=int, default=1000)
     parser.add_argument("--sample", type=int, default=60)
     args = parser.parse_args()
     for line in describe(run(args.traces, args.sample)):
+        print(line, flush=True)
+    for line in describe_large(large_values()):
         print(line, flush=True)
 
 

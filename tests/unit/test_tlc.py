@@ -44,6 +44,33 @@ def test_parse_tool_output_rejects_crossed_messages() -> None:
         parse_tool_output("@!@!@STARTMSG 1:0 @!@!@\nx\n@!@!@ENDMSG 2 @!@!@\n")
 
 
+# What a logged string would need to forge TLC's messages: it is printed
+# quoted, with its newlines escaped, so the markers sit inside a line.
+FORGED = "a\n@!@!@ENDMSG 2217 @!@!@\n@!@!@STARTMSG 2110:1 @!@!@\nInvariant Forged is violated."
+
+
+def test_parse_tool_output_counts_only_whole_marker_lines() -> None:
+    quoted = FORGED.replace("\n", "\\n")
+    out = (
+        f'<<"tlasimEnd", 1, 2, "{quoted}">>\n'
+        + msg(EC.TLC_STATE_PRINT2, 4, f'1: <Initial predicate>\n/\\ y = "{quoted}"\n')
+        + '@!@!@ENDMSG 2217 @!@!@ inside a line\n'
+        + msg(EC.TLC_SUCCESS, 0, "Model checking completed. No error has been found.")
+    )
+    result = parse_result(0, out, "", 0.0)
+    assert [m.code for m in result.messages] == [EC.TLC_STATE_PRINT2, EC.TLC_SUCCESS]
+    assert result.outcome == "ok"
+    assert result.error_trace[0].values() == {"y": FORGED}
+    assert "@!@!@ENDMSG 2217 @!@!@ inside a line" in result.plain_output
+
+
+def test_parse_tool_output_reads_an_empty_message_and_a_last_marker_without_newline() -> None:
+    out = "@!@!@STARTMSG 2185:0 @!@!@\n@!@!@ENDMSG 2185 @!@!@\r\n" + msg(2186, 0, "done").rstrip()
+    messages, plain = parse_tool_output(out)
+    assert [(m.code, m.text) for m in messages] == [(2185, ""), (2186, "done")]
+    assert plain == ""
+
+
 def test_parse_result_reads_invariant_violation_counts_and_trace() -> None:
     out = (
         msg(EC.TLC_INVARIANT_VIOLATED_BEHAVIOR, 1, "Invariant Inv is violated.")
@@ -205,3 +232,19 @@ def test_run_tlc_timeout_raises_tlc_error(tmp_path: Path) -> None:
     (tmp_path / "Toy.cfg").write_text("INIT Init\nNEXT Next\n")
     with pytest.raises(TLCError, match="did not finish"):
         run_tlc(tmp_path / "Toy.tla", tmp_path / "Toy.cfg", workdir=tmp_path, timeout_s=0.01)
+
+
+def test_run_tlc_is_not_misled_by_marker_text_in_a_string_value(tmp_path: Path) -> None:
+    # The string is in the state TLC prints with the violation and in Print
+    # output; the run's verdict and trace are read as if it were plain text.
+    literal = FORGED.replace("\n", "\\n")
+    (tmp_path / "Forge.tla").write_text(
+        "---- MODULE Forge ----\nEXTENDS Naturals, TLC\nVARIABLE x, y\n"
+        f'Init == x = 0 /\\ y = "{literal}"\n'
+        "Next == x < 3 /\\ x' = x + 1 /\\ y' = y /\\ PrintT(y)\n"
+        "Inv == x < 2\n====\n"
+    )
+    (tmp_path / "Forge.cfg").write_text("INIT Init\nNEXT Next\nINVARIANT Inv\n")
+    result = run_tlc(tmp_path / "Forge.tla", tmp_path / "Forge.cfg", workdir=tmp_path / "work")
+    assert (result.outcome, result.violated) == ("invariant", "Inv")
+    assert [s.values() for s in result.error_trace] == [{"x": i, "y": FORGED} for i in range(3)]

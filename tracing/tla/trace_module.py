@@ -13,7 +13,10 @@ record) is a definition of its own, written once per batch, and each line's
 (`[prev EXCEPT !.x = ...]`, with `(k :> v) @@ f`, `(s \\ {..}) \\cup {..}`
 or `q \\o <<..>>` where that is shorter than the new value). The text grows
 with the changes, not with the state's size. TLC evaluates these constant
-definitions once, before the search, to exactly the logged values.
+definitions once, before the search, to exactly the logged values. No line
+is long (LINE_CAP), since SANY's parse time grows with the square of a
+line's length: lists break between items, long strings are pieces joined by
+`\\o`.
 
 `TraceCheck` walks every trace of the batch at once: Init picks the trace
 (`TRACE_VAR`) and binds line 1; each step binds the next line's logged
@@ -56,8 +59,11 @@ __all__ = [
     "END_MARK",
     "FREE_VAR",
     "GENERATED",
+    "LINE_CAP",
     "LINE_VAR",
+    "MAX_NESTING",
     "TRACE_VAR",
+    "check_writable",
     "config",
     "parse_end_marks",
     "trace_check",
@@ -73,7 +79,111 @@ _END_PRINT = re.compile(r'^<<"tlasimEnd", (\d+), (\d+)>>\r?$', re.MULTILINE)
 # A compound part whose text is longer than this gets a definition of its own.
 _NAMED_LENGTH = 12
 _ATOMS = (str, int, bool)
+# SANY's parse time grows with the square of a line's length (a 1 MB value on
+# one line took minutes), so no line of the generated text is long: a list
+# breaks after the separator that passes _BREAK_AT characters, and a string
+# longer than _PIECE characters is written as pieces joined by `\o`, one
+# piece a line. No line is longer than LINE_CAP.
+_BREAK_AT = 400
+_PIECE = 200
+LINE_CAP = 1000
 _SMALL_INT = 2**31 - 1
+
+
+# Levels of sequences, sets and functions within one value. The writers here
+# and in `tracing.tla.literal` recurse once or more per level, so a deeper
+# value would exhaust Python's stack; `check_writable` refuses it first.
+MAX_NESTING = 200
+
+
+def check_writable(
+    value: Any, where: str, seen: dict[int, tuple[Any, int]] | None = None
+) -> None:
+    """Raise TraceFormatError, naming `where` and the path to the part, when the
+    generated modules cannot hold `value`: a string or an integer TLC cannot
+    hold, a type that is no TLA+ value, or nesting past MAX_NESTING levels.
+
+    Walked without recursion, so any depth gets an error, not a crash. `seen`
+    (by id: each value walked, kept alive, and the depth it was walked from)
+    lets one trace's lines share the walk of the values they share; a value
+    met again no deeper than before needs no second walk.
+    """
+    memo: dict[int, tuple[Any, int]] = {} if seen is None else seen
+    # Each entry: a value, its depth, and its path as (segment, parent path).
+    stack: list[tuple[Any, int, tuple[str, Any]]] = [(value, 0, (where, None))]
+    while stack:
+        v, depth, path = stack.pop()
+        t = type(v)
+        if t is bool or (t is int and 0 <= v <= _SMALL_INT):
+            continue
+        hit = memo.get(id(v))
+        if hit is not None and hit[0] is v and depth <= hit[1]:
+            continue
+        try:
+            if t is tuple or t is frozenset or t is Record or t is FnMap:
+                if depth >= MAX_NESTING:
+                    raise TraceFormatError(
+                        f"nested more than {MAX_NESTING} levels deep (sequences, sets and "
+                        "functions within each other)"
+                    )
+                if t is tuple:
+                    stack.extend((x, depth + 1, (f"[{i}]", path)) for i, x in enumerate(v))
+                elif t is frozenset:
+                    stack.extend((x, depth + 1, ("{element}", path)) for x in v)
+                else:
+                    for k, x in v.items():
+                        stack.append((k, depth + 1, ("{key}", path)))
+                        stack.append((x, depth + 1, (f"[{k!r:.60}]", path)))
+            else:
+                to_tla(v)
+        except TraceFormatError as exc:
+            segments = []
+            node: tuple[str, Any] | None = path
+            while node is not None:
+                segments.append(node[0])
+                node = node[1]
+            # to_tla names the value itself "value"; the path says where it is.
+            reason = str(exc).removeprefix("value: ")
+            raise TraceFormatError(f"{''.join(reversed(segments))}: {reason}") from None
+        memo[id(v)] = (v, depth)
+
+
+def _wrap(items: Sequence[str], sep: str) -> str:
+    """The items joined by `sep`, the line broken after a separator once it
+    passes _BREAK_AT characters. Breaks fall between whole items, so never
+    inside a literal, and whitespace means nothing in these expressions."""
+    out: list[str] = []
+    width = 0
+    for i, item in enumerate(items):
+        if i:
+            if width >= _BREAK_AT:
+                out.append(sep.rstrip() + "\n    ")
+                width = 4
+            else:
+                out.append(sep)
+                width += len(sep)
+        out.append(item)
+        last = item.rfind("\n")
+        width = len(item) - last - 1 if last >= 0 else width + len(item)
+    return "".join(out)
+
+
+def _string(value: str) -> str:
+    """A string literal; a long one as pieces joined by `\\o`, one piece a
+    line, in a balanced tree so TLC copies each character only log(n) times.
+
+    The string is cut before it is escaped, so no escape is ever split, and
+    `\\o` of strings is the string of their characters in order: the text
+    means the same value."""
+    if len(value) <= _PIECE:
+        return to_tla(value)
+    parts = [to_tla(value[i : i + _PIECE]) for i in range(0, len(value), _PIECE)]
+    while len(parts) > 1:
+        paired = [f"({a} \\o\n    {b})" for a, b in zip(parts[::2], parts[1::2], strict=False)]
+        if len(parts) % 2:
+            paired.append(parts[-1])
+        parts = paired
+    return parts[0]
 
 
 def _module(name: str, extends: Sequence[str], body: Sequence[str]) -> str:
@@ -108,7 +218,7 @@ class _Encoder:
         if t is str:
             text = self._strings.get(value)
             if text is None:
-                text = self._strings[value] = to_tla(value)
+                text = self._strings[value] = _string(value)
             return text
         if t is bool:
             return "TRUE" if value else "FALSE"
@@ -118,9 +228,9 @@ class _Encoder:
         if hit is not None and hit[0] is value:
             return hit[1]
         if t is tuple:
-            text = "<<" + ", ".join([self.part(x) for x in value]) + ">>"
+            text = "<<" + _wrap([self.part(x) for x in value], ", ") + ">>"
         elif t is frozenset:
-            text = "{" + ", ".join(sorted([self.part(x) for x in value])) + "}"
+            text = "{" + _wrap(sorted([self.part(x) for x in value]), ", ") + "}"
         elif t is Record or t is FnMap:
             text = self._function(value)
         else:
@@ -133,9 +243,9 @@ class _Encoder:
             # TLC equates <<>> with every function on the empty domain.
             return "<<>>"
         if all(is_field_name(k) for k in value):
-            return "[" + ", ".join([f"{k} |-> {self.part(x)}" for k, x in value.items()]) + "]"
+            return "[" + _wrap([f"{k} |-> {self.part(x)}" for k, x in value.items()], ", ") + "]"
         pairs = [f"{self.part(k)} :> {self.part(x)}" for k, x in value.items()]
-        return "(" + " @@ ".join(pairs) + ")"
+        return "(" + _wrap(pairs, " @@ ") + ")"
 
     def part(self, value: Any) -> str:
         """The value's text as a part of a bigger one: a name when it is long."""
@@ -167,17 +277,19 @@ class _Encoder:
                 for text, key in new_keys.items()
                 if text not in old_keys or self.expr(old[old_keys[text]]) != self.expr(new[key])
             ]
-            base = f"tlasimWithout({ref}, {{{', '.join(removed)}}})" if removed else ref
-            candidate = "(" + " @@ ".join([*changes, base]) + ")"
+            base = f"tlasimWithout({ref}, {{{_wrap(removed, ', ')}}})" if removed else ref
+            candidate = "(" + _wrap([*changes, base], " @@ ") + ")"
             best = min(best, candidate, key=len)
         elif isinstance(new, frozenset) and isinstance(old, frozenset):
             new_items = {self.part(x) for x in new}
             old_items = {self.part(x) for x in old}
             candidate = ref
             if old_items - new_items:
-                candidate = f"({candidate} \\ {{{', '.join(sorted(old_items - new_items))}}})"
+                gone = _wrap(sorted(old_items - new_items), ", ")
+                candidate = f"({candidate} \\ {{{gone}}})"
             if new_items - old_items:
-                candidate = f"({candidate} \\cup {{{', '.join(sorted(new_items - old_items))}}})"
+                added = _wrap(sorted(new_items - old_items), ", ")
+                candidate = f"({candidate} \\cup {{{added}}})"
             best = min(best, candidate, key=len)
         elif (
             isinstance(new, tuple)
@@ -185,7 +297,7 @@ class _Encoder:
             and len(new) > len(old) > 0
             and all(self.expr(a) == self.expr(b) for a, b in zip(new, old, strict=False))
         ):
-            tail = ", ".join(self.part(x) for x in new[len(old) :])
+            tail = _wrap([self.part(x) for x in new[len(old) :]], ", ")
             best = min(best, f"({ref} \\o <<{tail}>>)", key=len)
         return best
 
@@ -209,6 +321,9 @@ def trace_data(traces: Sequence[Trace], constants: Mapping[str, Any]) -> str:
             lines.append(f"tlasimL({action}, {params}, {name})")
             previous = (name, step.vars)
         logs.append(f"tlasimT{t} == <<" + ",\n    ".join(lines) + ">>")
+    # Written by the encoder too, so a long constant breaks its lines; its
+    # parts' definitions must come before it.
+    consts = [f"TraceConst_{name} == {encoder.expr(value)}" for name, value in constants.items()]
     body = [
         "(* A function without some keys; partial functions are what `@@` extends. *)",
         "tlasimWithout(f, keys) == [k \\in DOMAIN f \\ keys |-> f[k]]",
@@ -217,9 +332,9 @@ def trace_data(traces: Sequence[Trace], constants: Mapping[str, Any]) -> str:
         *encoder.defs,
         *states,
         *logs,
-        "TraceLogs == <<" + ", ".join(f"tlasimT{t}" for t in range(1, len(traces) + 1)) + ">>",
+        "TraceLogs == <<" + _wrap([f"tlasimT{t}" for t in range(1, len(traces) + 1)], ", ") + ">>",
     ]
-    body.extend(f"TraceConst_{name} == {to_tla(value)}" for name, value in constants.items())
+    body.extend(consts)
     # TLC is extended for `:>` and `@@`, Integers for negative numbers.
     return _module("TraceData", ["Integers", "Sequences", "TLC"], body)
 
@@ -234,10 +349,11 @@ def _vars_expr(
             changed = encoder.delta(value, old[v], f"{ref}.{v}")
             if changed is not None:
                 changes.append(f"!.{v} = {changed}")
-        return f"[{ref} EXCEPT {', '.join(changes)}]" if changes else ref
+        return f"[{ref} EXCEPT {_wrap(changes, ', ')}]" if changes else ref
     if not logged:
         return "<<>>"
-    return "[" + ", ".join(f"{v} |-> {encoder.part(value)}" for v, value in logged.items()) + "]"
+    fields = [f"{v} |-> {encoder.part(value)}" for v, value in logged.items()]
+    return "[" + _wrap(fields, ", ") + "]"
 
 
 def _bind(variables: Sequence[str], line: str, primed: bool) -> list[str]:

@@ -3,15 +3,23 @@
 Theory of operation. A rejection report names the line and action that left
 the spec, says why, and sets each logged value beside the nearest allowed
 successor's, down to the sub-values where they differ. Values are shown as
-canonical JSON and cut when long; an action name that is not an identifier
-is quoted, so nothing a trace holds can forge lines of the report. This
-module only formats a `Verdict`; it never runs TLC.
+canonical JSON and cut when long.
+
+Nothing a trace holds can forge a line of the report or drive the terminal:
+every string that came from a file (its path, header fields, action names,
+values, error messages quoting them, TLC's text) passes `printable` as it
+is rendered, which writes control characters (C0, DEL, C1), line and
+paragraph separators, bidi controls and other invisible characters as
+visible escapes. Text with lines of its own (an error, TLC's report) keeps
+them, each indented under its heading. `render_json` needs no such step:
+JSON escapes control characters, and the CLI writes it as ASCII. This module
+only formats a `Verdict`; it never runs TLC.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from protocols.errors import InternalError, TraceFormatError
@@ -24,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TRACE_PLACEHOLDER",
+    "printable",
     "regenerate_command",
     "render_json",
     "render_report",
@@ -40,43 +49,84 @@ _SHOWN_ALTERNATIVES = 4  # other allowed values listed per variable
 _SHOWN_TLC_LINES = 16  # lines of TLC's error text in a report
 
 
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(char: str) -> str:
+    if char in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[char]
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def printable(text: str) -> str:
+    """The text with every character that is not plainly visible written as an
+    escape (`\\n`, `\\x1b`, `\\u202e`), so it is one line that cannot move the
+    cursor, clear the screen or reorder what follows it.
+
+    Python's `isprintable` draws the line: it refuses control characters (C0,
+    DEL, C1), line and paragraph separators, format characters (the bidi
+    embeddings, overrides, isolates and marks, zero-width spaces), lone
+    surrogates (from undecodable file names), and every space but ' '.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escape(c) for c in text)
+
+
+def _block(text: str, indent: str) -> Iterator[str]:
+    """Text with lines of its own (an error, TLC's report): each line escaped,
+    and every line but the first indented, so none can pass for a heading."""
+    for i, row in enumerate(text.split("\n")):
+        yield (indent if i else "") + printable(row.rstrip("\r"))
+
+
+def _path(verdict: Verdict) -> str:
+    return printable(str(verdict.path)) if verdict.path is not None else "<trace>"
+
+
 def render_summary(verdict: Verdict) -> str:
     """One line: accepted, or where and why the trace was rejected."""
+    spec = printable(verdict.spec)
     if verdict.error is not None:
-        return f"not checked: {verdict.error}"
+        return f"not checked: {printable(verdict.error)}"
     if verdict.divergence is None:
-        return f"accepted by {verdict.spec} ({verdict.steps} steps)"
+        return f"accepted by {spec} ({verdict.steps} steps)"
     d = verdict.divergence
     return (
-        f"rejected by {verdict.spec} at line {d.line} (step {d.step} of {verdict.steps}), "
-        f"action {_show_name(d.action)}: {d.message}"
+        f"rejected by {spec} at line {d.line} (step {d.step} of {verdict.steps}), "
+        f"action {_show_name(d.action)}: {printable(d.message)}"
     )
 
 
 def render_report(verdict: Verdict) -> str:
     """The verdict for a human: what was rejected, where, and what the spec allowed."""
-    name = str(verdict.path) if verdict.path is not None else "<trace>"
+    name, spec = _path(verdict), printable(verdict.spec)
     if verdict.error is not None:
-        return f"UNREADABLE: {verdict.error}"
+        return "UNREADABLE: " + "\n".join(_block(verdict.error, "    "))
     if verdict.accepted:
         return (
-            f"ACCEPTED: {name} is a behaviour of {verdict.spec} "
+            f"ACCEPTED: {name} is a behaviour of {spec} "
             f"({verdict.steps} steps, TLC {verdict.tlc_seconds:.1f} s)"
         )
     d = verdict.divergence
     assert d is not None
     lines = [
-        f"REJECTED: {name} is not a behaviour of {verdict.spec}",
+        f"REJECTED: {name} is not a behaviour of {spec}",
         f"  line {d.line} (step {d.step} of {verdict.steps}): action {_show_name(d.action)}, "
         f"params {show(d.params)}",
-        f"  {d.message}",
+        f"  {printable(d.message)}",
     ]
     if d.known_actions:
-        lines.append("  known actions: " + ", ".join(d.known_actions))
+        lines.append("  known actions: " + ", ".join(map(_show_name, d.known_actions)))
     if d.last_state is not None:
         several = f" (one of {d.last_states} candidates)" if d.last_states > 1 else ""
         lines.append(f"  last matched state, line {d.last_line}{several}:")
-        lines.extend(f"    {name} = {show(value, 160)}" for name, value in d.last_state.items())
+        lines.extend(
+            f"    {printable(str(var))} = {show(value, 160)}" for var, value in d.last_state.items()
+        )
     elif d.step > 1 and d.reason != "unknown_action":
         lines.append(f"  last matched line: {d.last_line}")
     if d.diffs:
@@ -86,7 +136,7 @@ def render_report(verdict: Verdict) -> str:
         for diff in d.diffs:
             lines.extend(_report_diff(diff))
     if d.tlc_error:
-        rows = d.tlc_error.strip().splitlines()
+        rows = list(_block(d.tlc_error.strip(), ""))
         lines.append("  TLC said:")
         lines.extend("    " + row for row in rows[:_SHOWN_TLC_LINES])
         if len(rows) > _SHOWN_TLC_LINES:
@@ -104,12 +154,23 @@ def _origin(verdict: Verdict) -> list[str]:
     when its header says (another system's trace has no header)."""
     header = verdict.header or {}
     lines = []
-    if isinstance(header.get("seed"), int):
-        lines.append(f"  seed: {header['seed']}")
+    seed = _seed(header)
+    if seed is not None:
+        lines.append(f"  seed: {seed}")
     command = regenerate_command(verdict)
     if command is not None:
-        lines.append(f"  regenerate: {command}")
+        lines.append(f"  regenerate: {printable(command)}")
     return lines
+
+
+def _seed(header: Mapping[str, Any]) -> int | None:
+    """The header's seed when it is one: an integer of at most 64 bits (a
+    boolean is not one, and Python will not print an integer of thousands
+    of digits)."""
+    seed = header.get("seed")
+    if type(seed) is int and -(2**63) <= seed < 2**64:
+        return seed
+    return None
 
 
 def regenerate_command(verdict: Verdict) -> str | None:
@@ -134,7 +195,7 @@ def render_json(verdict: Verdict) -> dict[str, Any]:
         "accepted": verdict.accepted,
         "steps": verdict.steps,
         "tlc_seconds": round(verdict.tlc_seconds, 3),
-        "seed": header.get("seed") if isinstance(header.get("seed"), int) else None,
+        "seed": _seed(header),
         "regenerate": regenerate_command(verdict),
         "error": verdict.error,
         "divergence": None,
@@ -186,21 +247,23 @@ def _show_name(name: str) -> str:
 
 
 def show(value: Any, limit: int = _SHOWN_CHARS) -> str:
-    """A value as canonical JSON (a repr when it has none), cut after `limit` characters."""
+    """A value as canonical JSON (a repr when it has none), cut after `limit`
+    characters, and `printable`: JSON leaves C1 controls, separators and bidi
+    controls as they are."""
     try:
         text = canonical_json(value)
     except (TraceFormatError, InternalError):
         # A TLC model value has no JSON form; its repr names it.
         text = repr(value)
     if len(text) > limit:
-        return f"{text[:limit]}... ({len(text)} chars)"
-    return text
+        return f"{printable(text[:limit])}... ({len(text)} chars)"
+    return printable(text)
 
 
 def _report_diff(diff: VarDiff) -> list[str]:
     nearest = diff.allowed[0]
     lines = [
-        f"    {diff.name}",
+        f"    {printable(diff.name)}",
         f"      logged:  {show(diff.logged)}",
         f"      allowed: {show(nearest)}",
     ]

@@ -11,10 +11,16 @@ every action is one the template knows, every logged variable is one of the
 spec's. Those rejections cost no TLC run. A line may leave variables out
 (partial logs) or its action out; the spec decides what they may have been.
 
-An evaluation error stops a TLC run for the whole batch. When TLC names the
-trace (its error trace starts in that trace's initial state), that trace is
-rejected there and the batch runs again without it; when it cannot (an error
-in Init), the batch is halved until the culprit is alone.
+One bad trace never costs another its verdict. A value the generated
+modules cannot hold (a string TLC cannot hold, an integer past 32 bits,
+nesting past `trace_module.MAX_NESTING`) refuses its own trace before
+batching, naming the file, line and the value's path. TLC failing before
+any trace's first state (the constants, a timeout) fails only the batch it
+ran, whose traces share their spec and constants. An evaluation error stops
+a TLC run for the whole batch. When TLC names the trace (its error trace
+starts in that trace's initial state), that trace is rejected there and the
+batch runs again without it; when it cannot (an error in Init), the batch is
+halved until the culprit is alone.
 
 A rejected trace is then explained by `tracing.validation.explain` (one small TLC job
 per trace), unless the caller only needs the verdict.
@@ -33,7 +39,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +52,20 @@ from tracing.tla.trace_module import (
     GENERATED,
     LINE_VAR,
     TRACE_VAR,
+    check_writable,
     config,
     parse_end_marks,
     trace_check,
     trace_data,
 )
 from tracing.validation.explain import JVM_ARGS, Divergence, Reason, VarDiff, explain_divergence
-from tracing.validation.report import render_json, render_report, render_summary, show
+from tracing.validation.report import (
+    printable,
+    render_json,
+    render_report,
+    render_summary,
+    show,
+)
 from tracing.values import freeze
 
 __all__ = ["Divergence", "VarDiff", "Verdict", "validate_trace", "validate_traces"]
@@ -99,14 +112,16 @@ def _constants(trace: Trace, spec: TraceSpec, given: Mapping[str, Any] | None) -
     else:
         header_constants = trace.header.get("constants") if trace.header else None
         if header_constants is not None and not isinstance(header_constants, Mapping):
-            raise TraceFormatError("the header's constants must be an object of name: value")
+            raise TraceFormatError(
+                f"{_file(trace.path)}: the header's constants must be an object of name: value"
+            )
         values = dict(header_constants or {})
     declared = [c for c, _ in spec.decls.constants]
     missing = [c for c in declared if c not in values]
     extra = sorted(set(values) - set(declared))
     if missing or extra:
         raise TraceFormatError(
-            f"{trace.path}: the trace's constants do not match {spec.name}'s CONSTANTS "
+            f"{_file(trace.path)}: the trace's constants do not match {spec.name}'s CONSTANTS "
             f"{declared}: "
             + "; ".join(
                 part
@@ -129,7 +144,7 @@ def _check_header_variables(trace: Trace, spec: TraceSpec) -> None:
     names = list(declared) if isinstance(declared, Mapping | tuple) else None
     if names is None or set(names) != set(spec.decls.variables):
         raise TraceFormatError(
-            f"{trace.path}: the header declares variables {names!r}, but {spec.name} has "
+            f"{_file(trace.path)}: the header declares variables {names!r}, but {spec.name} has "
             f"{list(spec.decls.variables)}"
         )
 
@@ -173,6 +188,29 @@ def _precheck(trace: Trace, spec: TraceSpec) -> Divergence | None:
     return None
 
 
+def _unwritable(trace: Trace, constants: Mapping[str, Any]) -> str | None:
+    """Why the generated modules cannot hold this trace's values, naming the
+    file, the line and the value's path; None when they can.
+
+    Checked per trace before batching, so a value TLC cannot hold costs only
+    its own trace a verdict, never the batch it would have shared.
+    """
+    seen: dict[int, tuple[Any, int]] = {}
+    try:
+        for name, value in constants.items():
+            check_writable(value, f"constant {name}", seen)
+    except TraceFormatError as exc:
+        return f"{_file(trace.path)}: {exc}"
+    for step in trace.steps:
+        try:
+            for name, value in step.vars.items():
+                check_writable(value, f"vars.{name}", seen)
+            check_writable(step.params, "params", seen)
+        except TraceFormatError as exc:
+            return f"{_file(trace.path)}:{step.line}: {exc}"
+    return None
+
+
 # --- grouping and batching --------------------------------------------------
 
 
@@ -189,6 +227,9 @@ class _Item:
     reason: Reason = "step"
     tlc_error: str | None = None
     seconds: float = 0.0
+    # Why TLC could not check the batch this trace was in (TLC failed before
+    # any trace's first state: its constants, a timeout); None when it could.
+    unchecked: str | None = None
 
 
 class _Batcher:
@@ -252,7 +293,21 @@ def _last_state_field(result: TLCResult, name: str) -> int | None:
 def _check_batch(
     workdir: Path, batch: list[_Item], timeout_s: float | None, tlc: Callable[..., TLCResult]
 ) -> None:
-    """Run TLC on the batch and set each item's rejected step (0: accepted)."""
+    """Run TLC on the batch and set each item's rejected step (0: accepted), or
+    its `unchecked` reason when TLC failed in a way that names no trace."""
+    try:
+        _run_batch(workdir, batch, timeout_s, tlc)
+    except TLCError as exc:
+        # The batch shares its spec and constants, which is all TLC reads
+        # before the traces' first states, so such a failure is all of the
+        # batch's and none of any other batch's.
+        for item in batch:
+            item.unchecked = str(exc)
+
+
+def _run_batch(
+    workdir: Path, batch: list[_Item], timeout_s: float | None, tlc: Callable[..., TLCResult]
+) -> None:
     spec, constants = batch[0].spec, batch[0].constants
     (workdir / "TraceData.tla").write_text(
         trace_data([i.trace for i in batch], constants), encoding="utf-8"
@@ -326,6 +381,8 @@ def _finish(
             trace.header,
         )
 
+    if item.unchecked is not None:
+        return replace(verdict(None), accepted=False, error=_naming(path, item.unchecked))
     if item.step == 0:
         return verdict(None)
     if not 1 <= item.step <= len(trace.steps):
@@ -350,15 +407,44 @@ def _finish(
                 last_line=trace.steps[item.step - 2].line if item.step > 1 else None,
             )
         )
-    divergence, seconds = explain_divergence(
-        workdir, item.spec, trace, item.constants, item.step, item.reason, item.tlc_error,
-        timeout_s, tlc,
-    )
+    try:
+        divergence, seconds = explain_divergence(
+            workdir, item.spec, trace, item.constants, item.step, item.reason, item.tlc_error,
+            timeout_s, tlc,
+        )
+    except TLCError as exc:
+        # The verdict stands without its explanation.
+        unexplained = _finish(item, workdir, False, timeout_s, tlc)
+        assert unexplained.divergence is not None
+        failed = f"the TLC run that explains the line failed: {exc}"
+        return replace(
+            unexplained,
+            divergence=replace(
+                unexplained.divergence,
+                tlc_error="\n".join(p for p in (item.tlc_error, failed) if p),
+            ),
+        )
     item.seconds += seconds
     return verdict(divergence)
 
 
 # --- the entry points -------------------------------------------------------
+
+
+def _file(path: Path | str | None) -> str:
+    """A trace's file name as an error message shows it: escaped, since a
+    name may hold a newline or a terminal escape."""
+    return printable(str(path))
+
+
+def _naming(path: Path | str | None, message: str) -> str:
+    """The message, led by the trace's file (escaped) when it does not name it
+    already."""
+    if path is None or message.startswith(_file(path)):
+        return message
+    if message.startswith(str(path)):
+        return _file(path) + message[len(str(path)) :]
+    return f"{_file(path)}: {message}"
 
 
 def _load(
@@ -375,11 +461,11 @@ def _load(
         name = trace.header.get("spec")
     if not isinstance(name, str):
         raise TraceFormatError(
-            f"{trace.path}: the trace has no header naming its spec; give the spec module "
+            f"{_file(trace.path)}: the trace has no header naming its spec; give the spec module "
             "(tlasim validate --spec NAME)"
         )
     if not trace.steps:
-        raise TraceFormatError(f"{trace.path}: the trace has no step lines")
+        raise TraceFormatError(f"{_file(trace.path)}: the trace has no step lines")
     if name not in specs:
         specs[name] = load_trace_spec(name, spec_dirs)
     loaded = specs[name]
@@ -443,6 +529,11 @@ def validate_traces(
             folder.mkdir(exist_ok=True)
             _prepare(folder, batch[0].spec)
             _check_batch(folder, batch, timeout_s, tlc)
+            failed = [item for item in batch if item.unchecked is not None]
+            if failed and not keep_going:
+                files = ", ".join(_file(item.trace.path) for item in failed[:5])
+                more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
+                raise TLCError(f"{files}{more}: {failed[0].unchecked}")
             for item in batch:
                 item.verdict = _finish(item, folder, explain, timeout_s, tlc)
                 hear(item.index, item.verdict)
@@ -455,14 +546,30 @@ def validate_traces(
                 try:
                     item = _Item(i, *_load(trace, spec, spec_dirs, constants, specs))
                 except (TraceFormatError, SpecError) as exc:
-                    if not keep_going:
-                        raise
                     path = Path(trace.path if isinstance(trace, Trace) else trace)
-                    unusable[i] = Verdict(path, False, 0, None, 0.0, error=str(exc))
+                    if not keep_going:
+                        raise type(exc)(_naming(path, str(exc))) from None
+                    unusable[i] = Verdict(path, False, 0, None, 0.0, error=_naming(path, str(exc)))
+                    hear(i, unusable[i])
+                    continue
+                early = _precheck(item.trace, item.spec)
+                refused = None if early is not None else _unwritable(item.trace, item.constants)
+                if refused is not None:
+                    if not keep_going:
+                        raise TraceFormatError(refused)
+                    unusable[i] = Verdict(
+                        Path(item.trace.path) if item.trace.path else None,
+                        False,
+                        len(item.trace.steps),
+                        None,
+                        0.0,
+                        item.spec.name,
+                        item.trace.header,
+                        error=refused,
+                    )
                     hear(i, unusable[i])
                     continue
                 items.append(item)
-                early = _precheck(item.trace, item.spec)
                 if early is not None:
                     item.verdict = Verdict(
                         Path(item.trace.path) if item.trace.path else None,
