@@ -40,12 +40,12 @@ from sim.cli.support import (
     guarded,
     out,
     parse_assignments,
-    printable,
     protocol_argument,
     refuse_overwrite,
 )
 from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
 from sim.run.report import reproduce_command
+from tracing.printable import printable
 
 LISTED_FAILURES_MAX = 10  # failures listed one line each, after the full reports
 

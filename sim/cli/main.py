@@ -29,7 +29,6 @@ from sim.cli.support import (
     out,
     parse_assignments,
     print_options,
-    printable,
     protocol_argument,
     refuse_overwrite,
 )
@@ -39,6 +38,7 @@ from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
 from sim.run.report import reproduce_command
 from sim.run.runner import TOOL_VERSION, run_seed
 from tracing.codec import TraceFormat
+from tracing.printable import printable
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -33,11 +33,11 @@ from sim.cli.support import (
     exit_for,
     guarded,
     out,
-    printable,
     refuse_overwrite,
 )
 from sim.kernel.simulation import OUTCOME_OK
 from sim.run.runner import run_seed
+from tracing.printable import printable
 
 LISTED_FAILURES_MAX = 10  # failure ids named in one message
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +33,7 @@ from sim import exitcodes
 from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_SAFETY
 from tracing.codec import HEADER_EVENT, read_trace, thaw
 from tracing.inputs import PLAN_MAX_BYTES, read_regular_file
+from tracing.printable import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,27 +49,6 @@ err = Console(
     stderr=True, highlight=False, soft_wrap=True, emoji=False,
     width=None if sys.stderr.isatty() else _PIPED_WIDTH,
 )
-
-
-# Characters a terminal acts on rather than shows: C0 and C1 controls (ESC
-# starts an ANSI escape), DEL, line and paragraph separators, and the marks
-# and overrides that reorder text.
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-
-def printable(text: object) -> str:
-    """`text` (a value from a file) with every control character shown as an escape.
-
-    A newline, a carriage return or an ANSI escape in a file name, a failure
-    message or a database field could otherwise forge lines of tlasim's
-    output (a fake ACCEPTED) or restyle the terminal.
-    """
-    return _UNPRINTABLE.sub(_escape, str(text))
 
 
 def fail(code: int, message: str) -> NoReturn:

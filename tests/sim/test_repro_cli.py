@@ -20,9 +20,9 @@ from faults.plan import FaultPlan
 from sim import exitcodes
 from sim.campaign.results import SCHEMA_VERSION, ResultsDB, SeedOutcome
 from sim.cli.main import main
-from sim.cli.support import printable
 from sim.kernel.options import SimOptions
 from sim.run.runner import run_seed
+from tracing.printable import printable
 
 OK = SeedOutcome(
     seed=0, outcome="ok", failure=None, steps=120, last_tick=431, crashes=1, messages_lost=2,
@@ -409,7 +409,7 @@ def test_resume_after_a_code_change_says_it_starts_afresh_and_why(
 
 def test_printable_shows_control_characters_and_ansi_escapes_as_escapes() -> None:
     text = printable("ok\nACCEPTED: forged\r\x1b[2J\x85\u202e\u2028é")
-    assert text == "ok\\x0aACCEPTED: forged\\x0d\\x1b[2J\\x85\\u202e\\u2028é"
+    assert text == "ok\\nACCEPTED: forged\\r\\x1b[2J\\x85\\u202e\\u2028é"
     assert text.isprintable()
 
 
@@ -436,7 +436,7 @@ def test_values_from_a_database_cannot_forge_output_lines(tmp_path: Path) -> Non
         assert "\x1b" not in output, output
         assert "\U0001f604" not in output, output
         assert not any(line.startswith("ACCEPTED") for line in output.splitlines()), output
-    shown = "recorded: safety: agreement: x\\x0aACCEPTED: all good\\x1b[32m :smile:"
+    shown = "recorded: safety: agreement: x\\nACCEPTED: all good\\x1b[32m :smile:"
     assert shown in outputs[("repro", str(db), "1:7")]
 
 

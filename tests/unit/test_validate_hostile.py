@@ -16,11 +16,11 @@ from test_validate import _COUNTER, _TEMPLATE, GOOD, make_trace, state
 
 from protocols.errors import TLCError, TraceFormatError
 from tracing.codec import Trace
+from tracing.printable import printable
 from tracing.tla.literal import to_tla
 from tracing.tla.tlc import run_tlc
 from tracing.tla.trace_module import LINE_CAP, MAX_NESTING, check_writable, trace_data
 from tracing.validation.explain import Divergence, VarDiff
-from tracing.validation.report import printable
 from tracing.validation.validator import Verdict, validate_traces
 from tracing.values import FnMap, Record
 

@@ -53,7 +53,7 @@ from protocols.errors import TraceFormatError
 from tracing.codec import Trace
 from tracing.tla.literal import is_field_name, to_tla
 from tracing.tla.speccheck import TraceSpec
-from tracing.values import FnMap, Record
+from tracing.values import MAX_DEPTH, FnMap, Record
 
 __all__ = [
     "END_MARK",
@@ -90,10 +90,11 @@ LINE_CAP = 1000
 _SMALL_INT = 2**31 - 1
 
 
-# Levels of sequences, sets and functions within one value. The writers here
-# and in `tracing.tla.literal` recurse once or more per level, so a deeper
-# value would exhaust Python's stack; `check_writable` refuses it first.
-MAX_NESTING = 200
+# Levels of sequences, sets and functions within one value: the readers'
+# limit (tracing.values.MAX_DEPTH). The writers here and in
+# `tracing.tla.literal` recurse once or more per level, so a deeper value
+# would exhaust Python's stack; `check_writable` refuses it first.
+MAX_NESTING = MAX_DEPTH
 
 
 def check_writable(

@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from protocols.errors import InternalError, TraceFormatError
+from tracing.printable import printable
 from tracing.tla.literal import is_identifier
 from tracing.tla.parse import normalize, tlc_key
 from tracing.values import canonical_json, to_json
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TRACE_PLACEHOLDER",
-    "printable",
     "regenerate_command",
     "render_json",
     "render_report",
@@ -47,33 +47,6 @@ _SHOWN_CHARS = 400  # a value longer than this is cut in reports
 _SHOWN_PATHS = 8  # differing sub-values listed per variable
 _SHOWN_ALTERNATIVES = 4  # other allowed values listed per variable
 _SHOWN_TLC_LINES = 16  # lines of TLC's error text in a report
-
-
-_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _escape(char: str) -> str:
-    if char in _NAMED_ESCAPES:
-        return _NAMED_ESCAPES[char]
-    code = ord(char)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-def printable(text: str) -> str:
-    """The text with every character that is not plainly visible written as an
-    escape (`\\n`, `\\x1b`, `\\u202e`), so it is one line that cannot move the
-    cursor, clear the screen or reorder what follows it.
-
-    Python's `isprintable` draws the line: it refuses control characters (C0,
-    DEL, C1), line and paragraph separators, format characters (the bidi
-    embeddings, overrides, isolates and marks, zero-width spaces), lone
-    surrogates (from undecodable file names), and every space but ' '.
-    """
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else _escape(c) for c in text)
 
 
 def _block(text: str, indent: str) -> Iterator[str]:

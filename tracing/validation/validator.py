@@ -45,6 +45,7 @@ from typing import Any
 
 from protocols.errors import InternalError, SpecError, TLCError, TraceFormatError
 from tracing.codec import Trace, TraceStep, read_trace
+from tracing.printable import printable
 from tracing.tla.literal import is_identifier, to_tla
 from tracing.tla.speccheck import TraceSpec, load_trace_spec
 from tracing.tla.tlc import EC, TLCResult, run_tlc
@@ -60,7 +61,6 @@ from tracing.tla.trace_module import (
 )
 from tracing.validation.explain import JVM_ARGS, Divergence, Reason, VarDiff, explain_divergence
 from tracing.validation.report import (
-    printable,
     render_json,
     render_report,
     render_summary,
