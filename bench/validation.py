@@ -102,6 +102,7 @@ def describe(c: ValidationComparison) -> list[str]:
 # A spec whose state is one string and one set, each written whole by a step
 # and then kept, so TLC compares the logged values with the spec's.
 _BLOB = r"""---------------- MODULE Blob ----------------
+EXTENDS Naturals
 VARIABLES text, bag
 Init == text = "" /\ bag = {}
 Write(s) == text' = s /\ UNCHANGED bag
@@ -119,6 +120,14 @@ TraceAction(e) ==
       [] OTHER -> FALSE
 ==================================================
 """
+
+
+def write_blob_specs(folder: Path) -> None:
+    """Write the Blob spec and its trace template into `folder`/blob; the
+    large-value tests check against it too."""
+    (folder / "blob").mkdir()
+    (folder / "blob" / "Blob.tla").write_text(_BLOB)
+    (folder / "blob" / "BlobTrace.tla").write_text(_BLOB_TEMPLATE)
 
 
 @dataclass(frozen=True)
@@ -172,9 +181,7 @@ def large_values(
     and of one a `small`-th that size, with lines broken and on one line."""
     with tempfile.TemporaryDirectory(prefix="tlasim-bench-") as scratch:
         specs = Path(scratch)
-        (specs / "blob").mkdir()
-        (specs / "blob" / "Blob.tla").write_text(_BLOB)
-        (specs / "blob" / "BlobTrace.tla").write_text(_BLOB_TEMPLATE)
+        write_blob_specs(specs)
         seconds = _time_blob(specs, chars, elements)
         small_chars, small_elements = chars // small, elements // small
         small_seconds = _time_blob(specs, small_chars, small_elements)

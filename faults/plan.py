@@ -15,12 +15,11 @@ recoverable in that sense.
 from __future__ import annotations
 
 import json
-import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields, replace
 from typing import Any, Literal, TypeAlias
 
-from protocols.errors import ConfigError
+from protocols.errors import ConfigError, short_repr
 
 WindowKind: TypeAlias = Literal["loss", "duplicate", "delay"]
 WINDOW_KINDS: tuple[WindowKind, ...] = ("loss", "duplicate", "delay")
@@ -164,7 +163,7 @@ class FaultPlan:
             raise ConfigError(f"{where}: expected a JSON object, got {type(data).__name__}")
         schema = data.get("schema", SCHEMA)
         if type(schema) is not int or schema != SCHEMA:
-            raise ConfigError(f"{where}: schema {_shown(data.get('schema'))} is not {SCHEMA}")
+            raise ConfigError(f"{where}: schema {short_repr(data.get('schema'))} is not {SCHEMA}")
         unknown = _names(set(data) - set(_PLAN_FIELDS))
         if unknown:
             raise ConfigError(f"{where}: unknown field(s) {unknown}")
@@ -285,20 +284,20 @@ def _check_types(plan: FaultPlan, where: str) -> None:
         ints += [(c.tick, f"crashes[{i}].tick"), (c.restart_ticks, f"crashes[{i}].restart_ticks"),
                  (c.after_steps, f"crashes[{i}].after_steps")]
         if not isinstance(c.node, str):
-            raise ConfigError(f"{where}: crash node {_shown(c.node)} must be a string")
+            raise ConfigError(f"{where}: crash node {short_repr(c.node)} must be a string")
     for i, w in enumerate(plan.windows):
         ints += [(w.start, f"windows[{i}].start"), (w.end, f"windows[{i}].end"),
                  (w.delay_ticks_max, f"windows[{i}].delay_ticks_max"),
                  (w.seed, f"windows[{i}].seed")]
         if type(w.probability) not in (int, float):
             raise ConfigError(
-                f"{where}: window probability {_shown(w.probability)} must be a number"
+                f"{where}: window probability {short_repr(w.probability)} must be a number"
             )
     for i, p in enumerate(plan.partitions):
         ints += [(p.start, f"partitions[{i}].start"), (p.end, f"partitions[{i}].end")]
     for value, name in ints:
         if not is_int(value):
-            raise ConfigError(f"{where}: {name}={_shown(value)}: must be a 64-bit integer")
+            raise ConfigError(f"{where}: {name}={short_repr(value)}: must be a 64-bit integer")
 
 
 def _window_dict(w: Window) -> dict[str, Any]:
@@ -326,42 +325,16 @@ def _list(data: Mapping[str, Any], key: str, where: str) -> list[Any]:
 
 def _int(value: Any, where: str) -> int:
     if type(value) is not int:
-        raise ConfigError(f"{where}: expected an integer, got {_shown(value)}")
+        raise ConfigError(f"{where}: expected an integer, got {short_repr(value)}")
     if not PLAN_INT_MIN <= value <= PLAN_INT_MAX:
-        raise ConfigError(f"{where}: expected a 64-bit integer, got {_shown(value)}")
+        raise ConfigError(f"{where}: expected a 64-bit integer, got {short_repr(value)}")
     return value
-
-
-class _ShortRepr(reprlib.Repr):
-    """repr cut short, and sized rather than printed for a huge integer."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.maxlevel = 3
-        self.maxstring = 60
-        self.maxother = 60
-
-    def repr_int(self, x: int, level: int) -> str:
-        if -(10**30) < x < 10**30:
-            return str(x)
-        return f"<an integer of {x.bit_length()} bits>"
-
-
-_SHORT_REPR = _ShortRepr()
-
-
-def _shown(value: Any) -> str:
-    """A value from a plan file, for a message: escaped, short, never an error itself."""
-    try:
-        return _SHORT_REPR.repr(value)
-    except (RecursionError, ValueError):
-        return f"<a {type(value).__name__} too large to show>"
 
 
 def _names(names: Iterable[Any]) -> str:
     """Names for a message, sorted; one that is not a printable string is escaped,
     so a newline or a terminal escape in a plan cannot forge a line of output."""
-    shown = [n if isinstance(n, str) and n.isprintable() else _shown(n) for n in names]
+    shown = [n if isinstance(n, str) and n.isprintable() else short_repr(n) for n in names]
     return ", ".join(sorted(shown))
 
 
@@ -390,15 +363,17 @@ def _build(cls: type[Any], item: Any, where: str) -> Any:
                 # float() of an integer past 1e308 raises; no probability is one.
                 value = float(value) if -2 <= value <= 2 else float("inf")
             if type(value) is not float:
-                raise ConfigError(f"{where}.{name}: expected a number, got {_shown(value)}")
+                raise ConfigError(f"{where}.{name}: expected a number, got {short_repr(value)}")
             kwargs[name] = value
         elif kind == "bool":
             if not isinstance(value, bool):
-                raise ConfigError(f"{where}.{name}: expected true or false, got {_shown(value)}")
+                raise ConfigError(
+                    f"{where}.{name}: expected true or false, got {short_repr(value)}"
+                )
             kwargs[name] = value
         elif kind == "str":
             if not isinstance(value, str):
-                raise ConfigError(f"{where}.{name}: expected a string, got {_shown(value)}")
+                raise ConfigError(f"{where}.{name}: expected a string, got {short_repr(value)}")
             kwargs[name] = value
         elif kind == "nodes":
             if not isinstance(value, list) or not all(isinstance(n, str) for n in value):

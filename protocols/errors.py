@@ -11,6 +11,9 @@ user's input, environment or protocol.
 
 from __future__ import annotations
 
+import reprlib
+from typing import Any
+
 
 class TlasimError(Exception):
     """Root of every error tlasim raises on purpose."""
@@ -46,3 +49,32 @@ class InvariantViolation(TlasimError):
 
 class InternalError(TlasimError):
     """A bug in tlasim itself, not in the user's input or protocol."""
+
+
+class _ShortRepr(reprlib.Repr):
+    """repr cut short: a few levels deep, long texts elided, huge integers sized."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxstring = 60
+        self.maxother = 60
+        self.maxlong = 40
+
+    def repr_int(self, x: int, level: int) -> str:
+        if -(10**30) < x < 10**30:
+            return str(x)
+        # Python will not print an integer of more than 4300 digits at all.
+        return f"<an integer of {x.bit_length()} bits>"
+
+
+_SHORT_REPR = _ShortRepr()
+
+
+def short_repr(value: Any) -> str:
+    """A value from a file, for a message: escaped (repr), short, and never an
+    exception of its own, however deep or large the value is."""
+    try:
+        return _SHORT_REPR.repr(value)
+    except (RecursionError, ValueError):  # a container nested past Python's limit
+        return f"<a {type(value).__name__} too large to show>"

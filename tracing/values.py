@@ -41,12 +41,11 @@ from __future__ import annotations
 
 import json
 import re
-import reprlib
 from collections.abc import ItemsView, Iterable, Iterator, Mapping
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, NoReturn, Self, TypeVar
 
-from protocols.errors import InternalError, TraceFormatError
+from protocols.errors import InternalError, TraceFormatError, short_repr
 
 __all__ = [
     "INT_MAX",
@@ -97,35 +96,6 @@ _LEAVES = frozenset({str, int, bool})
 # Strings free of these characters sort in the same order as their JSON
 # texts: nothing is escaped and every character sorts after the closing quote.
 _NOT_PLAIN = re.compile(r"[\x00-\x22\\]")
-
-
-class _ShortRepr(reprlib.Repr):
-    """repr cut short: a few levels deep, long texts elided, huge integers sized."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.maxlevel = 3
-        self.maxstring = 60
-        self.maxother = 60
-        self.maxlong = 40
-
-    def repr_int(self, x: int, level: int) -> str:
-        if -(10**30) < x < 10**30:
-            return str(x)
-        # Python will not print an integer of more than 4300 digits at all.
-        return f"<an integer of {x.bit_length()} bits>"
-
-
-_SHORT_REPR = _ShortRepr()
-
-
-def short_repr(value: Any) -> str:
-    """A value from a file, for a message: escaped (repr), short, and never an
-    exception of its own, however deep or large the value is."""
-    try:
-        return _SHORT_REPR.repr(value)
-    except (RecursionError, ValueError):  # a Record nested past Python's limit
-        return f"<a {type(value).__name__} too large to show>"
 
 
 class _Unsupported(Exception):

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from test_validate import _COUNTER, _TEMPLATE, GOOD, make_trace, state
 
+from bench.validation import write_blob_specs
 from protocols.errors import TLCError, TraceFormatError
 from tracing.codec import Trace
 from tracing.printable import printable
@@ -241,25 +242,6 @@ def test_validate_output_escapes_path_spec_action_and_reproduce_of_real_traces(
 
 # --- large values: no long line for SANY to parse -----------------------------
 
-_BLOB = r"""---------------- MODULE Blob ----------------
-EXTENDS Naturals
-VARIABLES text, bag
-Init == text = "" /\ bag = {}
-Write(s) == text' = s /\ UNCHANGED bag
-Fill(b) == bag' = b /\ UNCHANGED text
-Keep == UNCHANGED <<text, bag>>
-==============================================
-"""
-_BLOB_TEMPLATE = r"""---------------- MODULE BlobTrace ----------------
-EXTENDS Blob
-TraceActionNames == {"Init", "Write", "Fill", "Keep"}
-TraceAction(e) ==
-    CASE e.action = "Write" -> Write(e.vars.text)
-      [] e.action = "Fill" -> Fill(e.vars.bag)
-      [] e.action = "Keep" -> Keep
-      [] OTHER -> FALSE
-==================================================
-"""
 # Every escape TLA+ strings have, so that pieces are cut next to escapes.
 _TEXT_UNIT = 'line "quoted" \\ back\tslash\r\f ==== (* \n'
 
@@ -321,9 +303,7 @@ def test_split_string_literal_is_the_same_value_to_tlc(tmp_path: Path) -> None:
 def test_validate_accepts_a_large_string_and_set_and_rejects_a_mutated_one(
     tmp_path: Path,
 ) -> None:
-    (tmp_path / "blob").mkdir()
-    (tmp_path / "blob" / "Blob.tla").write_text(_BLOB)
-    (tmp_path / "blob" / "BlobTrace.tla").write_text(_BLOB_TEMPLATE)
+    write_blob_specs(tmp_path)
     text = big_text(200_000)
     bag = frozenset(f"e{i}" for i in range(20_000))
     middle = len(text) // 2
