@@ -18,13 +18,17 @@ demo: $(STAMP)
 	$(BIN)/tlasim campaign shardsplit --seeds 1:21 --validate all
 	$(BIN)/tlasim campaign snapshot --seeds 1:21 --validate all
 
-# The whole suite; tests marked `slow` (fuzzing, long sweeps) run at the
-# bounded counts CI can afford. test-quick leaves them out for local work.
+# The whole suite; tests marked `slow` (fuzzing, TLC model checks, long
+# sweeps) run at the bounded counts CI can afford. test-quick leaves them out
+# for local work. One worker per core; a test file stays on one worker, so
+# the caches its tests share (a bug variant's first failing seed, say) hold.
+PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadfile
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
 
 test-quick: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check sim protocols faults tracing tests bench

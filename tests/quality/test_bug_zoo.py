@@ -135,6 +135,7 @@ def test_bug_variant_shrinks_to_the_faults_it_needs(
         assert plan.crashes[0].node == CRASH_OF[protocol, bug]
 
 
+@pytest.mark.slow  # a hypothesis campaign per variant
 @pytest.mark.parametrize(("protocol", "bug"), VARIANTS)
 def test_bug_variant_is_found_by_search_mode(protocol: str, bug: str, tmp_path: Path) -> None:
     # Through the command, in a fresh process: the path hypothesis takes

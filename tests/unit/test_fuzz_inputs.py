@@ -40,7 +40,7 @@ from tracing.values import MAX_DEPTH, FnMap, Record, canonical_json, from_json
 
 _ENV = int(os.environ.get("TLASIM_FUZZ_EXAMPLES", "0"))
 FUZZ_EXAMPLES = _ENV or 400
-SLOW_EXAMPLES = _ENV or 5_000
+SLOW_EXAMPLES = _ENV or 2_000
 _FUZZ = settings(
     max_examples=FUZZ_EXAMPLES,
     deadline=None,
