@@ -39,18 +39,20 @@ def main() -> None:
 
     twopc_rates = campaign.run("twopc")
     campaign_table("twopc", twopc_rates, console)
-    _, one, two, dask = twopc_rates
+    _, one, two, dask, command = twopc_rates
     console.print(
         f"2 workers / 1 worker: {two.per_second / one.per_second:.2f}x; "
         f"dask LocalCluster / process pool (2 workers each): "
-        f"{dask.per_second / two.per_second:.2f}x"
+        f"{dask.per_second / two.per_second:.2f}x; "
+        f"command / library (1 worker): {command.per_second / one.per_second:.2f}x"
     )
     for protocol in ("shardsplit", "snapshot"):
         rates = campaign.run(protocol, dask=False)
         campaign_table(protocol, rates, console)
-        _, its_one, its_two = rates
+        _, its_one, its_two, its_command = rates
         console.print(
             f"2 workers / 1 worker: {its_two.per_second / its_one.per_second:.2f}x; "
+            f"command / library (1 worker): {its_command.per_second / its_one.per_second:.2f}x; "
             f"{protocol} / twopc seeds per second (1 worker): "
             f"{its_one.per_second / one.per_second:.2f}x"
         )

@@ -11,8 +11,12 @@ a protocol (its default options, swarm faults):
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from sim.campaign.sweep import run_campaign
 from sim.run.runner import run_seed
@@ -43,8 +47,24 @@ def campaign(protocol: str, seeds: int, *, workers: int, dask: bool = False) -> 
     return Rate(label, seeds, time.perf_counter() - start)
 
 
+def command(protocol: str, seeds: int) -> Rate:
+    """What a user runs: `tlasim campaign` with its defaults (a results
+    database, a trace folder), no validation, 1 worker, process start included."""
+    with tempfile.TemporaryDirectory(prefix="tlasim-bench-") as scratch:
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "sim", "campaign", protocol, "--seeds", f"0:{seeds}",
+             "--validate", "none", "--workers", "1", "--db", str(Path(scratch) / "r.db"),
+             "--trace-dir", str(Path(scratch) / "traces")],
+            check=True, capture_output=True,
+        )
+        seconds = time.perf_counter() - start
+    return Rate("tlasim campaign command, 1 worker", seeds, seconds)
+
+
 def run(protocol: str = "twopc", seeds: int = 1000, *, dask: bool = True) -> list[Rate]:
-    """Traces in memory, then the pool at 1 and 2 workers, then (if `dask`) Dask at 2."""
+    """Traces in memory, the pool at 1 and 2 workers, (if `dask`) Dask at 2,
+    then the command a user runs at 1 worker."""
     rates = [
         one_core_traces_in_memory(protocol, seeds),
         campaign(protocol, seeds, workers=1),
@@ -52,4 +72,5 @@ def run(protocol: str = "twopc", seeds: int = 1000, *, dask: bool = True) -> lis
     ]
     if dask:
         rates.append(campaign(protocol, seeds, workers=2, dask=True))
+    rates.append(command(protocol, seeds))
     return rates

@@ -33,12 +33,11 @@ from typing import Any
 
 from faults.plan import FaultPlan
 from protocols import get_protocol
-from protocols.errors import InternalError
 from sim.kernel.options import SimOptions
 from sim.kernel.rng import split
 from sim.kernel.simulation import OUTCOME_OK, RunResult
 from sim.run.report import FailureReport, reproduce_command, trace_excerpt
-from sim.run.runner import run_seed
+from sim.run.runner import replay_traced, run_seed
 
 
 class RunFailed(AssertionError):
@@ -165,9 +164,7 @@ def run(
     """Run `protocol` once under `plan` (None: the seed's swarm plan)."""
     overrides = dict(options or {})
     sim_options = SimOptions(faults=plan)
-    # Encoding the trace is most of a run's cost and most runs pass, so the
-    # trace is only made by a second, identical run when there is a failure
-    # to excerpt: the simulator is deterministic, so it is the same run.
+    # Most runs pass, so the trace is only made by replaying a failure.
     result = run_seed(
         protocol, seed, bug=bug, protocol_overrides=overrides, options=sim_options
     ).result
@@ -175,14 +172,9 @@ def run(
     if result.outcome != OUTCOME_OK and result.failure:
         with tempfile.TemporaryDirectory(prefix="tlasim-api-") as scratch:
             path = Path(scratch) / "trace.ndjson"
-            again = run_seed(
-                protocol, seed, bug=bug, protocol_overrides=overrides, options=sim_options,
-                trace_path=path,
-            ).result
-            if (again.outcome, again.failure) != (result.outcome, result.failure):
-                raise InternalError(
-                    f"{protocol} seed {seed} gave two different results: the simulator "
-                    "is not deterministic"
-                )
+            replay_traced(
+                protocol, seed, result, path, bug=bug, protocol_overrides=overrides,
+                options=sim_options,
+            )
             excerpt = trace_excerpt(path, result.failure, result.failing_step)
     return Outcome(result, protocol, overrides, excerpt)

@@ -29,7 +29,7 @@ from sim.campaign.results import SEED_MAX, VALIDATE_MODES, Campaign, ResultsDB, 
 from sim.drift.revision import source_revision
 from sim.kernel.options import NetworkOptions, SimOptions
 from sim.kernel.simulation import OUTCOME_OK
-from sim.run.runner import run_seed
+from sim.run.runner import replay_traced, run_seed
 
 __all__ = [
     "VALIDATE_MODES",
@@ -74,11 +74,14 @@ def run_batch(
     protocol_overrides: Mapping[str, Any] | None = None,
 ) -> list[SeedOutcome]:
     """Run and validate a batch of seeds; this is the unit of work a worker takes."""
-    # TLC reads traces from files; a trace kept only for a failure stays in
-    # memory until the run is known to have failed.
-    write_traces = validate != "none"
-    keep_in_memory = not write_traces and trace_dir is not None
+    # Encoding a trace costs more than the run itself, so a run is traced only
+    # when its trace will be used: every run under --validate all; otherwise
+    # only a failure (to validate or to keep), by replaying it, which the
+    # simulator's determinism makes the same run.
+    trace_every_run = validate == "all"
+    trace_failures = validate == "failures" or trace_dir is not None
     suffix = (options or SimOptions()).trace_format
+    overrides = dict(protocol_overrides or {})
     runs = []
     with tempfile.TemporaryDirectory(prefix="tlasim-batch-") as scratch:
         for seed in seeds:
@@ -86,11 +89,14 @@ def run_batch(
             # never overwrite each other's traces.
             path = Path(scratch) / f"{protocol}-{bug or 'correct'}-{seed}.{suffix}"
             run = run_seed(
-                protocol, seed, bug=bug, options=options,
-                protocol_overrides=dict(protocol_overrides or {}),
-                trace_path=path if write_traces else None,
-                keep_trace=keep_in_memory,
+                protocol, seed, bug=bug, options=options, protocol_overrides=overrides,
+                trace_path=path if trace_every_run else None,
             )
+            if not trace_every_run and trace_failures and run.result.outcome != OUTCOME_OK:
+                run = replay_traced(
+                    protocol, seed, run.result, path, bug=bug, options=options,
+                    protocol_overrides=overrides,
+                )
             runs.append((seed, path, run))
         verdicts = _validate_batch(validate, runs)
         outcomes = []
@@ -108,12 +114,9 @@ def run_batch(
             if trace_dir is not None and (failed or validation == "rejected"):
                 target = (Path(trace_dir) / path.name).resolve()
                 target.parent.mkdir(parents=True, exist_ok=True)
-                if run.trace is not None:
-                    target.write_bytes(run.trace)
-                else:
-                    # move, not os.replace: the scratch directory is often on
-                    # another filesystem (a tmpfs /tmp), where a rename fails.
-                    shutil.move(path, target)
+                # move, not os.replace: the scratch directory is often on
+                # another filesystem (a tmpfs /tmp), where a rename fails.
+                shutil.move(path, target)
                 kept = str(target)
             outcomes.append(
                 SeedOutcome(

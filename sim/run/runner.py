@@ -10,6 +10,7 @@ from typing import Any, BinaryIO
 
 from protocols import get_protocol
 from protocols.definition import ProtocolDefinition
+from protocols.errors import InternalError
 from sim.drift.revision import source_revision
 from sim.kernel.options import SimOptions
 from sim.kernel.simulation import RunResult, Simulation
@@ -142,3 +143,32 @@ def run_seed(
         trace=buffer.getvalue() if buffer is not None else None,
         trace_path=trace_path,
     )
+
+
+def replay_traced(
+    protocol: str,
+    seed: int,
+    first: RunResult,
+    trace_path: Path,
+    *,
+    bug: str | None = None,
+    protocol_overrides: dict[str, Any] | None = None,
+    options: SimOptions | None = None,
+) -> SeedRun:
+    """Run a seed again, this time writing its trace to `trace_path`.
+
+    Encoding the trace is most of a run's cost and most runs pass, so callers
+    run untraced and replay only the runs whose trace they need (a failure to
+    keep or to validate). The simulator is deterministic, so the replay is the
+    same run; one that ends otherwise than `first` did is a bug in tlasim.
+    """
+    again = run_seed(
+        protocol, seed, bug=bug, protocol_overrides=protocol_overrides, options=options,
+        trace_path=trace_path,
+    )
+    if (again.result.outcome, again.result.failure) != (first.outcome, first.failure):
+        raise InternalError(
+            f"{protocol} seed {seed} gave two different results: the simulator is not "
+            "deterministic"
+        )
+    return again

@@ -254,3 +254,31 @@ def test_a_validated_failure_is_recorded_with_its_verdict_and_its_trace(tmp_path
         assert failed.trace_path is not None and Path(failed.trace_path).is_file()
     (passed,) = [o for o in outcomes if o.seed == 5]
     assert passed.validation == "skipped" and passed.trace_path is None
+
+
+def test_a_campaign_traces_only_the_runs_whose_trace_it_uses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Encoding a trace costs more than the run: without validation, only a
+    # failure is traced, by replaying it, and its kept trace is the run's own.
+    traced: list[int] = []
+
+    def counting_run_seed(protocol: str, seed: int, **kwargs: Any) -> SeedRun:
+        if kwargs.get("trace_path") is not None or kwargs.get("keep_trace"):
+            traced.append(seed)
+        return real_run_seed(protocol, seed, **kwargs)
+
+    monkeypatch.setattr(campaign_module, "run_seed", counting_run_seed)
+    monkeypatch.setattr("sim.run.runner.run_seed", counting_run_seed)
+    outcomes = run_campaign(
+        "twopc", range(12), bug="abort-after-prepare", validate="none", workers=1,
+        trace_dir=str(tmp_path / "traces"),
+    )
+    failed = [o for o in outcomes if o.outcome != "ok"]
+    assert failed and len(failed) < len(outcomes)
+    assert sorted(traced) == sorted(o.seed for o in failed)
+    for o in failed:
+        assert o.trace_path is not None
+        direct = tmp_path / f"direct-{o.seed}.ndjson"
+        real_run_seed("twopc", o.seed, bug="abort-after-prepare", trace_path=direct)
+        assert Path(o.trace_path).read_bytes() == direct.read_bytes()
