@@ -169,8 +169,13 @@ def test_to_tla_literals_evaluate_to_the_same_values_in_tlc(tmp_path: Path) -> N
     lines += ['ASSUME "sentinel" = "reached"', "===="]
     (tmp_path / "ValuesRoundTrip.tla").write_text("\n".join(lines) + "\n", encoding="ascii")
     (tmp_path / "ValuesRoundTrip.cfg").write_text("", encoding="ascii")
+    # A private java.io.tmpdir: TLC unpacks its standard modules there, and a
+    # shared one races with the TLC runs of tests in other workers.
+    (tmp_path / "java-tmp").mkdir()
+    java, *rest = command
     result = subprocess.run(
-        [*command, "-metadir", str(tmp_path / "meta"), "ValuesRoundTrip.tla"],
+        [java, f"-Djava.io.tmpdir={tmp_path / 'java-tmp'}", *rest, "-metadir",
+         str(tmp_path / "meta"), "ValuesRoundTrip.tla"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
