@@ -49,6 +49,7 @@ __all__ = [
     "load_json_line",
     "read_trace",
     "thaw",
+    "unwrap_entry",
     "write_trace",
 ]
 
@@ -200,7 +201,7 @@ class _TraceBuilder:
         if event == HEADER_EVENT or HEADER_EVENT in obj:
             self._add_header(where, obj)
         elif "entry" in obj:
-            self._add_step(number, where, _unwrap_entry(where, obj["entry"]))
+            self._add_step(number, where, unwrap_entry(where, obj["entry"]))
         elif event == STEP_EVENT or "vars" in obj:
             self._add_step(number, where, obj)
 
@@ -213,7 +214,7 @@ class _TraceBuilder:
             raise TraceFormatError(f"{where}: the header comes after the first step")
         inner = obj.get(HEADER_EVENT)
         if isinstance(inner, str):
-            inner = _unwrap_entry(where, inner)
+            inner = unwrap_entry(where, inner)
         self.header = _decode_header(where, inner if type(inner) is dict else obj)
         self.header_where = where
 
@@ -282,7 +283,8 @@ class _TraceBuilder:
         return Trace(self.name, self.header, tuple(self.steps))
 
 
-def _unwrap_entry(where: str, entry: Any) -> dict[str, Any]:
+def unwrap_entry(where: str, entry: Any) -> dict[str, Any]:
+    """A log record's `entry` field: an object, or a string holding one (as slog writes)."""
     if isinstance(entry, str):
         entry = load_json_line(entry, where, "the entry string is not JSON")
     if type(entry) is not dict:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from protocols.errors import TraceFormatError
-from tracing.codec import Trace, TraceStep, load_json_line
+from tracing.codec import Trace, TraceStep, load_json_line, unwrap_entry
 from tracing.inputs import TRACE_MAX_BYTES, open_regular_file
 from tracing.interchange.itf import itf_to_tagged
 from tracing.interchange.log_mapping import LogMapping, VariableMap, read_mapping
@@ -94,7 +94,7 @@ def _step(where: str, number: int, record: Any, mapping: LogMapping) -> TraceSte
     if type(record) is not dict:
         raise TraceFormatError(f"{where}: a log record must be an object, not {short_repr(record)}")
     if fields["entry"] and fields["entry"] in record:
-        record = _unwrap(where, record[fields["entry"]])
+        record = unwrap_entry(where, record[fields["entry"]])
     has_vars = fields["vars"] in record
     has_action = bool(fields["action"]) and fields["action"] in record
     if not has_vars and not has_action:
@@ -115,14 +115,6 @@ def _step(where: str, number: int, record: Any, mapping: LogMapping) -> TraceSte
         params=_params(where, record, mapping),
         vars=_vars(where, record.get(fields["vars"], {}), mapping),
     )
-
-
-def _unwrap(where: str, entry: Any) -> Any:
-    if isinstance(entry, str):
-        entry = load_json_line(entry, where, "the entry string is not JSON")
-    if type(entry) is not dict:
-        raise TraceFormatError(f"{where}: the entry must be an object, not {short_repr(entry)}")
-    return entry
 
 
 def _optional(where: str, record: dict[str, Any], field: str, kind: type) -> Any:

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from protocols.errors import SpecError, ToolNotFound
-from tracing.tla.tlc import find_java, find_tla2tools
+from tracing.tla.tlc import find_java, find_tla2tools, run_jar_class
 
 __all__ = ["SpecShape", "export_xml", "read_spec_shape", "schema_drift", "spec_shape"]
 
@@ -157,39 +157,23 @@ def export_xml(module: Path) -> bytes:
         # Given a missing file SANY prints a complaint and exits 0 with no XML.
         raise SpecError(f"TLA+ module {module} does not exist")
     java, jar = find_java(), find_tla2tools()
-    # SANY unpacks the standard modules (TLC.tla, ...) into java.io.tmpdir; a
-    # private one keeps parallel parses from reading each other's half-written
-    # files ("Could not parse module TLC"), as tlc.run_tlc does for TLC.
     with tempfile.TemporaryDirectory(prefix="tlasim-sany-") as java_tmp:
-        command = [
-            java,
-            # A parse is over in a second: the quick compiler alone starts sooner.
-            "-XX:TieredStopAtLevel=1",
-            f"-Djava.io.tmpdir={java_tmp}",
-            "-cp",
-            str(jar),
-            "tla2sany.xml.XMLExporter",
-            # Offline: without -o the exporter validates its output against a
-            # schema it downloads, which fails (slowly) without a network.
-            "-o",
-            "-I",
-            str(module.parent),
-            module.name,
-        ]
         try:
-            proc = subprocess.run(
-                command,
+            proc = run_jar_class(
+                java, jar, "tla2sany.xml.XMLExporter",
+                # Offline: without -o the exporter validates its output against a
+                # schema it downloads, which fails (slowly) without a network.
+                ["-o", "-I", str(module.parent), module.name],
                 cwd=module.parent,
-                capture_output=True,
-                timeout=_SANY_TIMEOUT_S,
-                check=False,
+                java_tmp=Path(java_tmp),
+                # A parse is over in a second: the quick compiler alone starts sooner.
+                jvm_args=["-XX:TieredStopAtLevel=1"],
+                timeout_s=_SANY_TIMEOUT_S,
             )
         except subprocess.TimeoutExpired as exc:
             raise SpecError(
                 f"SANY did not finish parsing {module} within {_SANY_TIMEOUT_S} s"
             ) from exc
-        except OSError as exc:
-            raise ToolNotFound(f"cannot start {java}: {exc}") from exc
     stderr = proc.stderr.decode("utf-8", errors="replace")
     if proc.returncode != 0 or not proc.stdout.strip():
         if "Could not find or load main class" in stderr or "module" not in stderr:

@@ -334,6 +334,34 @@ def parse_dump(text: str) -> list[TraceState]:
     return states
 
 
+def run_jar_class(
+    java: str,
+    jar: Path,
+    main_class: str,
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    java_tmp: Path,
+    jvm_args: Sequence[str] = (),
+    timeout_s: float | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run one class of tla2tools.jar (TLC, SANY's exporter) and capture its output.
+
+    TLC and SANY unpack the standard modules (TLC.tla, ...) into
+    java.io.tmpdir; `java_tmp`, private to the run, keeps parallel runs from
+    reading each other's half-written files. Raises ToolNotFound when Java
+    cannot start; subprocess.TimeoutExpired reaches the caller, which knows
+    what it was waiting for.
+    """
+    command = [
+        java, f"-Djava.io.tmpdir={java_tmp}", *jvm_args, "-cp", str(jar), main_class, *args
+    ]
+    try:
+        return subprocess.run(command, cwd=cwd, capture_output=True, timeout=timeout_s, check=False)
+    except OSError as exc:
+        raise ToolNotFound(f"cannot start {java}: {exc}") from exc
+
+
 def run_tlc(
     module: Path,
     config: Path,
@@ -366,39 +394,19 @@ def run_tlc(
     try:
         java_tmp = scratch / "tmp"
         java_tmp.mkdir()
-        command = [
-            java,
-            "-XX:+UseParallelGC",
-            # TLC unpacks the standard modules into java.io.tmpdir; a private one
-            # keeps parallel runs from reading each other's half-written files.
-            f"-Djava.io.tmpdir={java_tmp}",
-            *jvm_args,
-            "-cp",
-            str(jar),
-            "tlc2.TLC",
-            "-tool",
-            "-workers",
-            "1",
-            "-metadir",
-            str(scratch / "meta"),
-            *args,
-            "-config",
-            str(config),
-            module.name,
-        ]
         started = time.monotonic()
         try:
-            proc = subprocess.run(
-                command,
+            proc = run_jar_class(
+                java, jar, "tlc2.TLC",
+                ["-tool", "-workers", "1", "-metadir", str(scratch / "meta"), *args,
+                 "-config", str(config), module.name],
                 cwd=module.parent,
-                capture_output=True,
-                timeout=timeout_s,
-                check=False,
+                java_tmp=java_tmp,
+                jvm_args=["-XX:+UseParallelGC", *jvm_args],
+                timeout_s=timeout_s,
             )
         except subprocess.TimeoutExpired as exc:
             raise TLCError(f"TLC did not finish within {timeout_s} s on {module.name}") from exc
-        except OSError as exc:
-            raise ToolNotFound(f"cannot start {java}: {exc}") from exc
         seconds = time.monotonic() - started
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

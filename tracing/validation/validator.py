@@ -360,6 +360,21 @@ def _run_batch(
         _check_batch(workdir, rest, timeout_s, tlc)
 
 
+def _verdict(item: _Item, divergence: Divergence | None, error: str | None = None) -> Verdict:
+    """The item's verdict: accepted when nothing diverged and nothing kept it from TLC."""
+    trace = item.trace
+    return Verdict(
+        Path(trace.path) if trace.path else None,
+        divergence is None and error is None,
+        len(trace.steps),
+        divergence,
+        item.seconds,
+        item.spec.name,
+        trace.header,
+        error=error,
+    )
+
+
 def _finish(
     item: _Item,
     workdir: Path,
@@ -370,21 +385,10 @@ def _finish(
     trace = item.trace
     path = Path(trace.path) if trace.path else None
 
-    def verdict(divergence: Divergence | None) -> Verdict:
-        return Verdict(
-            path,
-            divergence is None,
-            len(trace.steps),
-            divergence,
-            item.seconds,
-            item.spec.name,
-            trace.header,
-        )
-
     if item.unchecked is not None:
-        return replace(verdict(None), accepted=False, error=_naming(path, item.unchecked))
+        return _verdict(item, None, error=_naming(path, item.unchecked))
     if item.step == 0:
-        return verdict(None)
+        return _verdict(item, None)
     if not 1 <= item.step <= len(trace.steps):
         raise InternalError(f"TLC stopped at step {item.step} of a {len(trace.steps)}-step trace")
     if not explain:
@@ -394,7 +398,7 @@ def _finish(
             if item.step == 1
             else "no step of the spec explains this line."
         )
-        return verdict(
+        return _verdict(item,
             Divergence(
                 line.line,
                 item.step,
@@ -425,7 +429,7 @@ def _finish(
             ),
         )
     item.seconds += seconds
-    return verdict(divergence)
+    return _verdict(item, divergence)
 
 
 # --- the entry points -------------------------------------------------------
@@ -557,29 +561,12 @@ def validate_traces(
                 if refused is not None:
                     if not keep_going:
                         raise TraceFormatError(refused)
-                    unusable[i] = Verdict(
-                        Path(item.trace.path) if item.trace.path else None,
-                        False,
-                        len(item.trace.steps),
-                        None,
-                        0.0,
-                        item.spec.name,
-                        item.trace.header,
-                        error=refused,
-                    )
+                    unusable[i] = _verdict(item, None, error=refused)
                     hear(i, unusable[i])
                     continue
                 items.append(item)
                 if early is not None:
-                    item.verdict = Verdict(
-                        Path(item.trace.path) if item.trace.path else None,
-                        False,
-                        len(item.trace.steps),
-                        early,
-                        0.0,
-                        item.spec.name,
-                        item.trace.header,
-                    )
+                    item.verdict = _verdict(item, early)
                     hear(i, item.verdict)
                     continue
                 full = batcher.add(item, trace)
