@@ -388,7 +388,9 @@ def run_tlc(
         raise TLCError(f"TLA+ module {module} does not exist")
     if not config.is_file():
         raise TLCError(f"TLC config {config} does not exist")
-    workdir = Path(workdir)
+    # Absolute: TLC runs in the module's folder, so a relative scratch path
+    # (its -metadir, java.io.tmpdir) would name a folder that is not there.
+    workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="tlc-", dir=workdir))
     try:
