@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-quick lint bench check-specs clean
+.PHONY: demo test test-quick lint bench check-specs clean java
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,3 +42,15 @@ check-specs: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+
+# tlasim-tlc.jar: tlasim's Java definitions for TLC (tracing/tla/java/src).
+# The jar is committed, so neither make demo nor make test needs a JDK;
+# rebuild it here after changing the Java source (needs javac 11 or newer).
+# It records the sources' sha256, which a test compares with the sources.
+JAVA_DIR := tracing/tla/java
+java:
+	rm -rf build/java && mkdir -p build/java/tlasim
+	javac --release 11 -nowarn -cp "$$($(BIN)/python -c 'from tracing.tla.tlc import find_tla2tools; print(find_tla2tools())')" \
+	    -d build/java $$(find $(JAVA_DIR)/src -name '*.java' | LC_ALL=C sort)
+	$(BIN)/python -c 'from tracing.tla.tlc import java_source_digest; print(java_source_digest())' > build/java/tlasim/source.sha256
+	jar --create --date=2020-01-01T00:00:00Z --no-manifest --file $(JAVA_DIR)/tlasim-tlc.jar -C build/java .

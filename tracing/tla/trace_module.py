@@ -61,20 +61,25 @@ __all__ = [
     "GENERATED",
     "LINE_CAP",
     "LINE_VAR",
+    "LOADER_MODULE",
     "MAX_NESTING",
     "TRACE_VAR",
+    "WriteCheckMemo",
     "check_writable",
     "config",
     "parse_end_marks",
     "trace_check",
     "trace_data",
+    "trace_data_loaded",
     "trace_explain",
 ]
 
 # Names the generated modules define; a spec that defines one too cannot be checked.
 TRACE_VAR, LINE_VAR, FREE_VAR = "tlasimTrace", "tlasimLine", "tlasimFree"
 END_MARK = "tlasimEnd"
-GENERATED = ("TraceData", "TraceCheck", "TraceExplain")
+# The module that declares TlasimLoad, read with tlasim's Java (tracing/tla/java).
+LOADER_MODULE = "TlasimIO"
+GENERATED = ("TraceData", "TraceCheck", "TraceExplain", LOADER_MODULE)
 _END_PRINT = re.compile(r'^<<"tlasimEnd", (\d+), (\d+)>>\r?$', re.MULTILINE)
 # A compound part whose text is longer than this gets a definition of its own.
 _NAMED_LENGTH = 12
@@ -97,25 +102,39 @@ _SMALL_INT = 2**31 - 1
 MAX_NESTING = MAX_DEPTH
 
 
-def check_writable(
-    value: Any, where: str, seen: dict[int, tuple[Any, int]] | None = None
-) -> None:
+class WriteCheckMemo:
+    """What `check_writable` has walked already: compound values by identity
+    (each kept alive, with the depth it was walked from) and strings by value,
+    since a trace repeats the same few strings thousands of times."""
+
+    __slots__ = ("strings", "values")
+
+    def __init__(self) -> None:
+        self.values: dict[int, tuple[Any, int]] = {}
+        self.strings: set[str] = set()
+
+
+def check_writable(value: Any, where: str, seen: WriteCheckMemo | None = None) -> None:
     """Raise TraceFormatError, naming `where` and the path to the part, when the
     generated modules cannot hold `value`: a string or an integer TLC cannot
     hold, a type that is no TLA+ value, or nesting past MAX_NESTING levels.
 
     Walked without recursion, so any depth gets an error, not a crash. `seen`
-    (by id: each value walked, kept alive, and the depth it was walked from)
-    lets one trace's lines share the walk of the values they share; a value
-    met again no deeper than before needs no second walk.
+    (a WriteCheckMemo) lets one trace's lines share the walk of the values
+    they share; a value met again no deeper than before needs no second walk.
     """
-    memo: dict[int, tuple[Any, int]] = {} if seen is None else seen
+    walked = WriteCheckMemo() if seen is None else seen
+    memo, strings = walked.values, walked.strings
+    # Most calls are for a variable the line before logged as this very object.
+    hit = memo.get(id(value))
+    if hit is not None and hit[0] is value:
+        return
     # Each entry: a value, its depth, and its path as (segment, parent path).
     stack: list[tuple[Any, int, tuple[str, Any]]] = [(value, 0, (where, None))]
     while stack:
         v, depth, path = stack.pop()
         t = type(v)
-        if t is bool or (t is int and 0 <= v <= _SMALL_INT):
+        if t is bool or (t is int and 0 <= v <= _SMALL_INT) or (t is str and v in strings):
             continue
         hit = memo.get(id(v))
         if hit is not None and hit[0] is v and depth <= hit[1]:
@@ -137,6 +156,9 @@ def check_writable(
                         stack.append((x, depth + 1, (f"[{k!r:.60}]", path)))
             else:
                 to_tla(v)
+                if t is str:
+                    strings.add(v)
+                    continue
         except TraceFormatError as exc:
             segments = []
             node: tuple[str, Any] | None = path
@@ -340,6 +362,16 @@ def trace_data(traces: Sequence[Trace], constants: Mapping[str, Any]) -> str:
     return _module("TraceData", ["Integers", "Sequences", "TLC"], body)
 
 
+def trace_data_loaded(constants: Mapping[str, Any], data_file: str) -> str:
+    """The module TraceData for a batch whose `TraceLogs` TLC reads from
+    `data_file` (`tracing.tla.binary`) rather than from this text, so SANY
+    parses only the constants. Means the same as `trace_data` of the traces."""
+    encoder = _Encoder()
+    consts = [f"TraceConst_{name} == {encoder.expr(value)}" for name, value in constants.items()]
+    body = [*encoder.defs, f"TraceLogs == TlasimLoad({to_tla(data_file)})", *consts]
+    return _module("TraceData", ["Integers", "Sequences", "TLC", LOADER_MODULE], body)
+
+
 def _vars_expr(
     logged: Mapping[str, Any], previous: tuple[str, Mapping[str, Any]] | None, encoder: _Encoder
 ) -> str:
@@ -357,9 +389,17 @@ def _vars_expr(
     return "[" + _wrap(fields, ", ") + "]"
 
 
-def _bind(variables: Sequence[str], line: str, primed: bool) -> list[str]:
-    """Bind each variable the line logged; leave the others to the spec."""
+def _bind(variables: Sequence[str], line: str, primed: bool, every: bool = False) -> list[str]:
+    """Bind each variable the line logged; leave the others to the spec.
+
+    With `every` (each line of the batch logs every variable, as a
+    simulator's traces do) the test for whether the line logged it is left
+    out: it always holds, and building `DOMAIN` of each line's record for
+    each variable was a large part of TLC's work per step.
+    """
     prime = "'" if primed else ""
+    if every:
+        return [f"    /\\ {v}{prime} = {line}.vars.{v}" for v in variables]
     return [
         f"    /\\ IF {to_tla(v)} \\in DOMAIN {line}.vars THEN {v}{prime} = {line}.vars.{v} "
         "ELSE TRUE"
@@ -378,11 +418,20 @@ _STEP_OF = [
 ]
 
 
-def trace_check(spec: TraceSpec) -> str:
-    """The module TraceCheck, whose behaviours follow each trace of the batch."""
+def trace_check(spec: TraceSpec, *, full_logs: bool = False, ends_only: bool = False) -> str:
+    """The module TraceCheck, whose behaviours follow each trace of the batch.
+
+    `full_logs`: every line of the batch logs every variable (see `_bind`).
+    `ends_only`: print `tlasimEnd` only for a state on its trace's last line,
+    not for every dead end. TLC then evaluates each step once rather than
+    twice (`ENABLED` evaluates the step again), and a trace is accepted
+    exactly when it prints; the line that rejects any other trace needs the
+    full module, run on just those traces.
+    """
     variables = spec.decls.variables
     all_vars = ", ".join([TRACE_VAR, LINE_VAR, *variables])
     log = f"TraceLogs[{TRACE_VAR}]"
+    end_condition = f"{LINE_VAR} = Len({log})" if ends_only else "~ENABLED tlasimStep"
     body = [
         f"VARIABLES {TRACE_VAR}, {LINE_VAR}",
         "",
@@ -391,21 +440,21 @@ def trace_check(spec: TraceSpec) -> str:
         f"    /\\ {TRACE_VAR} \\in 1..Len(TraceLogs)",
         f"    /\\ {LINE_VAR} = 1",
         f"    /\\ {log}[1].action \\in {{\"\", \"Init\"}}",
-        *_bind(variables, f"{log}[1]", primed=False),
+        *_bind(variables, f"{log}[1]", primed=False, every=full_logs),
         "    /\\ Init",
         "",
         "tlasimStep ==",
         f"    /\\ {LINE_VAR} < Len({log})",
         f"    /\\ {LINE_VAR}' = {LINE_VAR} + 1",
         f"    /\\ {TRACE_VAR}' = {TRACE_VAR}",
-        *_bind(variables, f"{log}[{LINE_VAR} + 1]", primed=True),
+        *_bind(variables, f"{log}[{LINE_VAR} + 1]", primed=True, every=full_logs),
         f"    /\\ tlasimAction({log}[{LINE_VAR} + 1])",
         "",
         "(* A state with no next step is a dead end: its trace ended, or nothing",
         "   explains its next line. It says so once and stutters, so TLC never",
         "   deadlocks and every trace of the batch gets its verdict. *)",
         "tlasimEnd ==",
-        "    /\\ ~ENABLED tlasimStep",
+        f"    /\\ {end_condition}",
         f"    /\\ PrintT(<<{to_tla(END_MARK)}, {TRACE_VAR}, {LINE_VAR}>>)",
         f"    /\\ UNCHANGED <<{all_vars}>>",
         "",

@@ -3,8 +3,9 @@
 Theory of operation. Traces are grouped by spec and constants, and each
 group is cut into batches; one TLC run checks a whole batch
 (`tracing.tla.trace_module` says how the generated modules give every trace its
-own verdict), so a thousand traces cost a few JVM starts, not a thousand.
-Batches run `jobs` at a time, each TLC with one worker.
+own verdict, `tracing.validation.tlc_batch` how a batch is run), so a
+thousand traces cost a few JVM starts, not a thousand. Batches run `jobs` at
+a time, each TLC with one worker.
 
 Before TLC runs, what can be checked without it is: the first line is Init,
 every action is one the template knows, every logged variable is one of the
@@ -34,7 +35,6 @@ modules mean.
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -48,23 +48,22 @@ from tracing.codec import Trace, TraceStep, read_trace
 from tracing.printable import printable
 from tracing.tla.literal import is_identifier, to_tla
 from tracing.tla.speccheck import TraceSpec, load_trace_spec
-from tracing.tla.tlc import EC, TLCResult, run_tlc
-from tracing.tla.trace_module import (
-    GENERATED,
-    LINE_VAR,
-    TRACE_VAR,
-    check_writable,
-    config,
-    parse_end_marks,
-    trace_check,
-    trace_data,
-)
-from tracing.validation.explain import JVM_ARGS, Divergence, Reason, VarDiff, explain_divergence
+from tracing.tla.tlc import TLCResult, run_tlc
+from tracing.tla.trace_module import WriteCheckMemo, check_writable
+from tracing.validation.explain import Divergence, Reason, VarDiff, explain_divergence
 from tracing.validation.report import (
     render_json,
     render_report,
     render_summary,
     show,
+)
+from tracing.validation.tlc_batch import (
+    METHODS,
+    BatchItem,
+    Method,
+    check_batch,
+    logs_every_variable,
+    prepare_folder,
 )
 from tracing.values import freeze
 
@@ -75,6 +74,7 @@ __all__ = ["Divergence", "VarDiff", "Verdict", "validate_trace", "validate_trace
 # traces in 34 s of TLC (6 runs) where 6000 took 45 s (19 runs) and 40000
 # was slower again (bench/validation.py). A run this size needs about 1.5 GB.
 BATCH_STEPS = 20000
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +195,7 @@ def _unwritable(trace: Trace, constants: Mapping[str, Any]) -> str | None:
     Checked per trace before batching, so a value TLC cannot hold costs only
     its own trace a verdict, never the batch it would have shared.
     """
-    seen: dict[int, tuple[Any, int]] = {}
+    seen = WriteCheckMemo()
     try:
         for name, value in constants.items():
             check_writable(value, f"constant {name}", seen)
@@ -214,22 +214,18 @@ def _unwritable(trace: Trace, constants: Mapping[str, Any]) -> str | None:
 # --- grouping and batching --------------------------------------------------
 
 
-@dataclass(slots=True)
-class _Item:
+@dataclass(slots=True, eq=False)
+class _Item(BatchItem):
     """One trace on its way to a verdict."""
 
-    index: int  # position in the caller's list
-    trace: Trace
-    spec: TraceSpec
-    constants: dict[str, Any]
+    index: int = 0  # position in the caller's list
     verdict: Verdict | None = None
-    step: int = 0  # the rejected step, once TLC has named it
-    reason: Reason = "step"
-    tlc_error: str | None = None
-    seconds: float = 0.0
-    # Why TLC could not check the batch this trace was in (TLC failed before
-    # any trace's first state: its constants, a timeout); None when it could.
-    unchecked: str | None = None
+
+    @property
+    def decoded(self) -> Trace:
+        if self.trace is None:
+            raise InternalError("the validator's items are decoded traces")
+        return self.trace
 
 
 class _Batcher:
@@ -252,7 +248,7 @@ class _Batcher:
         if self._target is None:
             total = self._steps
             if self._bytes and not isinstance(source, Trace) and os.path.isfile(source):
-                per_step = max(1, os.path.getsize(source)) / max(1, len(item.trace.steps))
+                per_step = max(1, os.path.getsize(source)) / max(1, item.steps)
                 total += int(self._bytes / per_step)
             self._target = min(self._limit, max(1, -(-total // self._jobs)))
         return self._target
@@ -262,7 +258,7 @@ class _Batcher:
         key = (item.spec.name, to_tla(item.constants))
         batch, steps = self._open.get(key, ([], 0))
         batch.append(item)
-        steps += len(item.trace.steps)
+        steps += item.steps
         if steps >= self._target_for(item, source):
             self._open.pop(key, None)
             return batch
@@ -274,95 +270,9 @@ class _Batcher:
         return [batch for batch, _ in self._open.values()]
 
 
-def _prepare(workdir: Path, spec: TraceSpec) -> None:
-    for source in sorted(spec.module.parent.glob("*.tla")):
-        if source.stem in GENERATED:
-            raise SpecError(f"{source} has the name of a module the validator generates")
-        shutil.copyfile(source, workdir / source.name)
-    if spec.template.parent != spec.module.parent:
-        shutil.copyfile(spec.template, workdir / spec.template.name)
-
-
-def _last_state_field(result: TLCResult, name: str) -> int | None:
-    if not result.error_trace:
-        return None
-    value = result.error_trace[-1].values().get(name)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _check_batch(
-    workdir: Path, batch: list[_Item], timeout_s: float | None, tlc: Callable[..., TLCResult]
-) -> None:
-    """Run TLC on the batch and set each item's rejected step (0: accepted), or
-    its `unchecked` reason when TLC failed in a way that names no trace."""
-    try:
-        _run_batch(workdir, batch, timeout_s, tlc)
-    except TLCError as exc:
-        # The batch shares its spec and constants, which is all TLC reads
-        # before the traces' first states, so such a failure is all of the
-        # batch's and none of any other batch's.
-        for item in batch:
-            item.unchecked = str(exc)
-
-
-def _run_batch(
-    workdir: Path, batch: list[_Item], timeout_s: float | None, tlc: Callable[..., TLCResult]
-) -> None:
-    spec, constants = batch[0].spec, batch[0].constants
-    (workdir / "TraceData.tla").write_text(
-        trace_data([i.trace for i in batch], constants), encoding="utf-8"
-    )
-    (workdir / "TraceCheck.tla").write_text(trace_check(spec), encoding="utf-8")
-    (workdir / "TraceCheck.cfg").write_text(config(constants), encoding="utf-8")
-    result = tlc(
-        workdir / "TraceCheck.tla",
-        workdir / "TraceCheck.cfg",
-        workdir=workdir,
-        args=["-deadlock"],
-        timeout_s=timeout_s,
-        jvm_args=JVM_ARGS,
-    )
-    share = result.seconds / len(batch)
-    for item in batch:
-        item.seconds += share
-    codes = result.codes()
-    if result.outcome == "ok":
-        furthest = parse_end_marks(result.plain_output)
-        for t, item in enumerate(batch, start=1):
-            if t not in furthest:
-                item.step, item.reason = 1, "init"
-            elif furthest[t] < len(item.trace.steps):
-                item.step, item.reason = furthest[t] + 1, "step"
-        return
-    if codes & {EC.TLC_PARSING_FAILED, EC.TLC_PARSING_FAILED2}:
-        raise TLCError(f"TLC could not parse the generated trace modules:\n{result.error_text()}")
-    if result.outcome != "error" or EC.TLC_COMPUTING_INIT not in codes:
-        raise TLCError(
-            f"TLC failed while checking traces ({result.outcome}, exit code "
-            f"{result.exit_code}):\n{result.error_text() or result.output[-2000:]}"
-        )
-    # TLC got past parsing and the config, so this is an evaluation error.
-    culprit = _last_state_field(result, TRACE_VAR)
-    if culprit is not None and 1 <= culprit <= len(batch):
-        item = batch[culprit - 1]
-        line = _last_state_field(result, LINE_VAR) or 0
-        item.step, item.reason, item.tlc_error = line + 1, "eval_error", result.error_text()
-        rest = batch[: culprit - 1] + batch[culprit:]
-    elif len(batch) == 1:
-        batch[0].step, batch[0].reason, batch[0].tlc_error = 1, "eval_error", result.error_text()
-        return
-    else:
-        half = len(batch) // 2
-        _check_batch(workdir, batch[:half], timeout_s, tlc)
-        _check_batch(workdir, batch[half:], timeout_s, tlc)
-        return
-    if rest:
-        _check_batch(workdir, rest, timeout_s, tlc)
-
-
 def _verdict(item: _Item, divergence: Divergence | None, error: str | None = None) -> Verdict:
     """The item's verdict: accepted when nothing diverged and nothing kept it from TLC."""
-    trace = item.trace
+    trace = item.decoded
     return Verdict(
         Path(trace.path) if trace.path else None,
         divergence is None and error is None,
@@ -382,7 +292,7 @@ def _finish(
     timeout_s: float | None,
     tlc: Callable[..., TLCResult],
 ) -> Verdict:
-    trace = item.trace
+    trace = item.decoded
     path = Path(trace.path) if trace.path else None
 
     if item.unchecked is not None:
@@ -490,6 +400,7 @@ def validate_traces(
     batch_steps: int = BATCH_STEPS,
     on_verdict: Callable[[int, Verdict], None] | None = None,
     keep_going: bool = False,
+    method: Method = "fast",
 ) -> list[Verdict]:
     """Check many traces with few TLC runs; one verdict per trace, in order.
 
@@ -505,7 +416,10 @@ def validate_traces(
     way that says nothing about a trace).
     With `keep_going`, an unreadable trace or a missing spec instead gives
     that trace a verdict whose `error` says why, and the others are checked.
+    `method` is how TLC is run (`tlc_batch.METHODS`); the verdicts are the same.
     """
+    if method not in METHODS:
+        raise SpecError(f"method={method!r}: expected one of {', '.join(METHODS)}")
     if jobs < 1:
         raise SpecError(f"jobs={jobs}: must be at least 1")
     specs: dict[str, TraceSpec] = {}
@@ -531,11 +445,11 @@ def validate_traces(
         def run(number: int, batch: list[_Item]) -> None:
             folder = root / f"batch{number}"
             folder.mkdir(exist_ok=True)
-            _prepare(folder, batch[0].spec)
-            _check_batch(folder, batch, timeout_s, tlc)
+            prepare_folder(folder, batch[0].spec)
+            check_batch(folder, list(batch), timeout_s=timeout_s, tlc=tlc, method=method)
             failed = [item for item in batch if item.unchecked is not None]
             if failed and not keep_going:
-                files = ", ".join(_file(item.trace.path) for item in failed[:5])
+                files = ", ".join(_file(item.decoded.path) for item in failed[:5])
                 more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
                 raise TLCError(f"{files}{more}: {failed[0].unchecked}")
             for item in batch:
@@ -548,7 +462,11 @@ def validate_traces(
             for i, trace in enumerate(traces):
                 # Traces are read as batches fill, so reading overlaps TLC.
                 try:
-                    item = _Item(i, *_load(trace, spec, spec_dirs, constants, specs))
+                    decoded, loaded, values = _load(trace, spec, spec_dirs, constants, specs)
+                    item = _Item(
+                        loaded, values, len(decoded.steps), trace=decoded,
+                        full_logs=logs_every_variable(decoded, loaded), index=i,
+                    )
                 except (TraceFormatError, SpecError) as exc:
                     path = Path(trace.path if isinstance(trace, Trace) else trace)
                     if not keep_going:
@@ -556,8 +474,8 @@ def validate_traces(
                     unusable[i] = Verdict(path, False, 0, None, 0.0, error=_naming(path, str(exc)))
                     hear(i, unusable[i])
                     continue
-                early = _precheck(item.trace, item.spec)
-                refused = None if early is not None else _unwritable(item.trace, item.constants)
+                early = _precheck(item.decoded, item.spec)
+                refused = None if early is not None else _unwritable(item.decoded, item.constants)
                 if refused is not None:
                     if not keep_going:
                         raise TraceFormatError(refused)

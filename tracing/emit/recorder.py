@@ -1,0 +1,90 @@
+"""An emitter that records a run for TLC instead of writing its log.
+
+A campaign that validates every run used to write each trace as a log and
+read it back, which cost several times the run itself. `TLCRecorder` takes
+the same calls as `TraceEmitter` and encodes each step straight into the
+binary form TLC reads (`tracing.tla.binary`), from the simulator's own
+values, by the same rules the log's writer and reader apply (`freeze`), so
+TLC checks the values the log would have held. A run whose log is needed
+(a failure to keep, a rejection to report) is replayed with a real emitter:
+the simulator is deterministic.
+
+A value the generated modules cannot hold stops the recording (`refused`
+says why): such a run gets its verdict, or its error, from the validator on
+its log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from protocols.errors import InternalError, TraceFormatError
+from tracing.emit.emitter import TraceEmitter
+from tracing.tla.binary import PreparedTrace, TraceBlobWriter
+from tracing.values import freeze
+
+__all__ = ["TLCRecorder"]
+
+
+class TLCRecorder(TraceEmitter):
+    """Records a run's steps for TLC; `prepared()` gives the result."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self._blob = TraceBlobWriter()
+        self._spec: str | None = None
+        self._constants: Mapping[str, Any] = {}
+        self._declared: frozenset[str] = frozenset()
+        self._first_action = ""
+        self._later: set[str] = set()
+        self._logged: set[str] = set()
+        self._full = True
+        self.refused: str | None = None
+
+    def header(self, *, spec: str, constants: Mapping[str, Any],
+               variables: Mapping[str, str], **_rest: Any) -> None:
+        if self._spec is not None or self.steps_written:
+            raise InternalError("the trace header must be written once, before any step")
+        self._spec = spec
+        self._declared = frozenset(variables)
+        try:
+            self._constants = freeze(dict(constants), "constants")
+        except TraceFormatError as exc:
+            self.refused = str(exc)
+
+    def step(self, *, ts: int, node: str | None, action: str,
+             params: Mapping[str, Any], vars: Mapping[str, Any]) -> None:
+        seq = self.steps_written
+        self._seq = seq + 1
+        if self.refused is not None:
+            return
+        if vars.keys() != self._declared:
+            raise InternalError(
+                f"step {seq} ({action}) has vars {sorted(vars)}, but the header "
+                f"declared {sorted(self._declared)}"
+            )
+        try:
+            self._blob.step(action, params, vars)
+        except TraceFormatError as exc:
+            self.refused = f"step {seq} ({action}): {exc}"
+            return
+        if seq == 0:
+            self._first_action = action
+        else:
+            self._later.add(action)
+
+    def prepared(self) -> PreparedTrace | None:
+        """The run, ready for TLC; None when a value stopped the recording."""
+        if self.refused is not None or self._spec is None:
+            return None
+        return PreparedTrace(
+            spec=self._spec,
+            constants=self._constants,
+            blob=self._blob.blob(),
+            steps=self._blob.steps,
+            first_action=self._first_action,
+            later_actions=frozenset(self._later),
+            variables=self._declared,
+            full_logs=True,
+        )

@@ -1,0 +1,269 @@
+"""A batch's trace values in the binary form TLC reads at run time.
+
+Theory of operation. SANY's parse of the text that spelled a batch's values
+(`trace_module.trace_data`) was most of what checking a trace cost, growing
+faster than the text. Instead the values go to a file in this format, and
+tlasim's TLC override `TlasimIO!TlasimLoad(name)` (the Java in
+`tracing/tla/java`) reads them into the values TLC builds from that text: a
+record for a function whose keys are all field names, a function for other
+keys, `<<>>` for every empty function, a tuple, a set. SANY parses only a
+fixed module that names the file.
+
+The format, all integers big-endian: the magic bytes `TLSM`, a version byte,
+then one value, a tag byte and its payload: `F`/`T` (FALSE, TRUE), `I` (an
+int32), `S` (a u32 byte count and UTF-8), `Q` tuple and `E` set (a u32 count
+and the elements), `R` record (a u32 count, then each field's name as an `S`
+payload and its value), `M` function (a u32 count, then key and value per
+pair), `D` (the value that follows, which later `P` tags name by its number
+in order of appearance) and `P` (a u32 number). The file's value is the
+tuple `TraceLogs`, and each of its elements (one trace) numbers its `D`s
+from 0: a trace's bytes stand alone, so a campaign's workers encode their
+own traces and the batch file is their concatenation.
+
+A trace is encoded either from a decoded trace file (`trace_blob`) or while
+the simulator runs (`TraceBlobWriter`, which takes the simulator's own
+values and needs no file at all). Both follow `tracing.values.freeze`: a
+mapping whose keys are all strings is a record, a list a tuple, a set a set.
+Both refuse, as `trace_module.check_writable` does, what the generated
+modules cannot hold, so a value that would get no verdict from a file gets
+none here either. A deeply immutable value met again (a message in flight,
+a variable the step left alone) is written once and named after.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from protocols.errors import TraceFormatError
+from tracing.codec import Trace
+from tracing.tla.literal import is_field_name, to_tla
+from tracing.values import MAX_DEPTH, FnMap, Record
+
+__all__ = [
+    "MAGIC",
+    "VERSION",
+    "PreparedTrace",
+    "TraceBlobWriter",
+    "trace_blob",
+    "trace_logs",
+    "trace_logs_of",
+]
+
+MAGIC = b"TLSM"
+VERSION = 2
+_INT32 = struct.Struct(">i")
+_U32 = struct.Struct(">I")
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+# Containers whose contents can never change: only these are shared by
+# identity, since a dict or a list may hold other values by the next step. A
+# hashable mapping (protocols' FrozenRecord, say) promises the same: its hash
+# would change with it.
+_IMMUTABLE: dict[type, bool] = {tuple: True, frozenset: True, Record: True, FnMap: True}
+
+
+def _immutable(t: type) -> bool:
+    known = _IMMUTABLE.get(t)
+    if known is None:
+        known = _IMMUTABLE[t] = issubclass(t, Mapping) and t.__hash__ is not None
+    return known
+_STEP_FIELDS = (b"action", b"params", b"vars")
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedTrace:
+    """A trace encoded where it was made, ready for TLC (picklable): what a
+    campaign's worker hands `tracing.validation.tlc_batch.CheckSession`.
+
+    `first_action`, `later_actions` (those of every line after the first) and
+    `variables` (every variable any line logged) let the session make the
+    checks the validator makes before TLC.
+    """
+
+    spec: str
+    constants: Mapping[str, Any]
+    blob: bytes
+    steps: int
+    first_action: str
+    later_actions: frozenset[str]
+    variables: frozenset[str]
+    full_logs: bool
+
+
+class TraceBlobWriter:
+    """Encodes one trace, a step at a time, into its element of `TraceLogs`."""
+
+    def __init__(self) -> None:
+        self._out = bytearray()
+        self._steps = 0
+        # Deeply immutable containers by identity (each kept alive, so its id
+        # stays its own), strings by value: each the number of its `D`.
+        self._shared: dict[int, tuple[Any, int]] = {}
+        self._strings: dict[str, int] = {}
+        self._checked: set[str] = set()
+        self._defined = 0
+
+    @property
+    def steps(self) -> int:
+        return self._steps
+
+    def step(self, action: str, params: Any, vars: Mapping[str, Any]) -> None:
+        """Add a line: `action` ("" when the line names none), its params and
+        the variables it logged. Raises TraceFormatError, naming the part,
+        for a value the generated modules cannot hold."""
+        out = self._out
+        # The fields in sorted order, as a normalized TLC record has them.
+        out += b"R\x00\x00\x00\x03"
+        self._name(_STEP_FIELDS[0])
+        self._value(action, 0, "action")
+        self._name(_STEP_FIELDS[1])
+        self._value(params, 0, "params")
+        self._name(_STEP_FIELDS[2])
+        self._function(vars, 0, "vars")
+        self._steps += 1
+
+    def blob(self) -> bytes:
+        """The trace's bytes: the tuple of its lines."""
+        return b"Q" + _U32.pack(self._steps) + bytes(self._out)
+
+    def _name(self, name: bytes) -> None:
+        self._out += _U32.pack(len(name))
+        self._out += name
+
+    def _value(self, v: Any, depth: int, where: str) -> bool:
+        """Write v; return whether it is deeply immutable (may be shared)."""
+        t = type(v)
+        out = self._out
+        if t is bool:
+            out += b"T" if v else b"F"
+            return True
+        if t is int:
+            if not _INT_MIN <= v <= _INT_MAX:
+                raise TraceFormatError(
+                    f"{where}: the integer {v} does not fit TLC's 32-bit integers"
+                )
+            out += b"I"
+            out += _INT32.pack(v)
+            return True
+        if t is str:
+            self._string(v, where)
+            return True
+        hit = self._shared.get(id(v))
+        if hit is not None and hit[0] is v:
+            out += b"P"
+            out += _U32.pack(hit[1])
+            return True
+        if depth >= MAX_DEPTH:
+            raise TraceFormatError(
+                f"{where}: nested more than {MAX_DEPTH} levels deep (sequences, sets and "
+                "functions within each other)"
+            )
+        if v and _immutable(t):
+            # Defined before its parts, as the reader numbers it; kept only
+            # if every part turns out immutable too.
+            out += b"D"
+            number = self._defined
+            self._defined += 1
+            if self._compound(v, t, depth + 1, where):
+                self._shared[id(v)] = (v, number)
+                return True
+            # A mutable part: never named again (the reader still numbers the D).
+            return False
+        if isinstance(v, str):
+            self._string(str.__str__(v), where)
+            return True
+        if isinstance(v, int) and not isinstance(v, bool):
+            return self._value(int(v), depth, where)
+        self._compound(v, t, depth + 1, where)
+        return False
+
+    def _string(self, v: str, where: str) -> None:
+        out = self._out
+        number = self._strings.get(v)
+        if number is not None:
+            out += b"P"
+            out += _U32.pack(number)
+            return
+        if v not in self._checked:
+            try:
+                to_tla(v)
+            except TraceFormatError as exc:
+                raise TraceFormatError(f"{where}: {str(exc).removeprefix('value: ')}") from None
+            self._checked.add(v)
+        data = v.encode("utf-8")
+        if len(data) > 8:
+            out += b"D"
+            self._strings[v] = self._defined
+            self._defined += 1
+        out += b"S"
+        out += _U32.pack(len(data))
+        out += data
+
+    def _compound(self, v: Any, t: type, depth: int, where: str) -> bool:
+        out = self._out
+        immutable = True
+        if t is tuple or t is list:
+            out += b"Q"
+            out += _U32.pack(len(v))
+            for i, x in enumerate(v):
+                immutable &= self._value(x, depth, f"{where}[{i}]")
+            return immutable and t is tuple
+        if t is frozenset or t is set:
+            out += b"E"
+            out += _U32.pack(len(v))
+            for x in v:
+                immutable &= self._value(x, depth, f"{where}{{element}}")
+            return immutable and t is frozenset
+        if isinstance(v, Mapping):
+            return self._function(v, depth, where) and _immutable(t)
+        raise TraceFormatError(f"{where}: a {t.__name__} is not a TLA+ value")
+
+    def _function(self, m: Mapping[Any, Any], depth: int, where: str) -> bool:
+        out = self._out
+        if not m:
+            # TLC equates <<>> with every function on the empty domain.
+            out += b"Q\x00\x00\x00\x00"
+            return True
+        immutable = True
+        # As freeze has it: string keys (str subclasses too) make a record,
+        # written as one when every key is a field name.
+        if all(isinstance(k, str) for k in m):
+            items = [(str.__str__(k), x) for k, x in m.items()]
+            if all(is_field_name(k) for k, _ in items):
+                out += b"R"
+                out += _U32.pack(len(items))
+                for k, x in items:
+                    self._name(k.encode("utf-8"))
+                    immutable &= self._value(x, depth, f"{where}.{k}")
+                return immutable
+        out += b"M"
+        out += _U32.pack(len(m))
+        for k, x in m.items():
+            immutable &= self._value(k, depth, f"{where}{{key}}")
+            immutable &= self._value(x, depth, f"{where}[{k!r:.60}]")
+        return immutable
+
+
+def trace_blob(trace: Trace) -> bytes:
+    """A decoded trace's element of `TraceLogs`: per step line, the record
+    `[action |-> .., params |-> .., vars |-> ..]` that `trace_module`
+    describes, `vars` holding only the variables the line logged."""
+    writer = TraceBlobWriter()
+    for step in trace.steps:
+        try:
+            writer.step(step.action or "", step.params, step.vars)
+        except TraceFormatError as exc:
+            raise TraceFormatError(f"{trace.path}:{step.line}: {exc}") from None
+    return writer.blob()
+
+
+def trace_logs_of(blobs: Sequence[bytes]) -> bytes:
+    """The file TLC reads for a batch: `TraceLogs`, the tuple of its traces."""
+    return b"".join([MAGIC, bytes([VERSION]), b"Q", _U32.pack(len(blobs)), *blobs])
+
+
+def trace_logs(traces: Sequence[Trace]) -> bytes:
+    """The file TLC reads for a batch of decoded traces."""
+    return trace_logs_of([trace_blob(t) for t in traces])

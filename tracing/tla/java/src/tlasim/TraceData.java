@@ -1,0 +1,233 @@
+package tlasim;
+
+import java.io.BufferedInputStream;
+import java.io.DataInputStream;
+import java.io.EOFException;
+import java.io.File;
+import java.io.FileInputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+import tlc2.overrides.TLAPlusOperator;
+import tlc2.value.impl.BoolValue;
+import tlc2.value.impl.FcnRcdValue;
+import tlc2.value.impl.IntValue;
+import tlc2.value.impl.RecordValue;
+import tlc2.value.impl.SetEnumValue;
+import tlc2.value.impl.StringValue;
+import tlc2.value.impl.TupleValue;
+import tlc2.value.impl.Value;
+import util.Assert;
+import util.UniqueString;
+
+/**
+ * TlasimIO!TlasimLoad(name): the value tlasim wrote to the file `name`.
+ *
+ * Why: a batch's traces used to be TLA+ text, and SANY's parse of that text
+ * was most of what checking a trace cost. Read here, the traces never pass
+ * through SANY; TLC evaluates the definition that calls this once, before
+ * its search, as it did the text.
+ *
+ * The values built are the ones TLC builds when it evaluates the literal
+ * text tlasim wrote before (tracing/tla/trace_module.py): a record for
+ * [a |-> ..], a function for (k :> v) @@ .., a tuple for <<..>>, a set for
+ * {..}, each normalized as TLC normalizes them, so every comparison and
+ * fingerprint is TLC's own.
+ *
+ * The format (tracing/tla/trace_binary.py writes it; all integers
+ * big-endian): the magic bytes "TLSM", a version byte, then one value. A
+ * value is a tag byte and its payload:
+ *   'F' FALSE, 'T' TRUE, 'I' int32, 'S' string (u32 length, UTF-8 bytes),
+ *   'Q' tuple (u32 count, values), 'E' set (u32 count, values),
+ *   'R' record (u32 count, then per field: its name as a string payload, its value),
+ *   'M' function (u32 count, then per pair: key value, value),
+ *   'D' a value that later 'P' tags refer to (kept in order of appearance),
+ *   'P' u32: the index of an earlier 'D' value.
+ * The file's value is a tuple (the traces), and each of its elements numbers
+ * its 'D' values from 0, so each trace's bytes stand alone.
+ * Anything else is an error naming the offset, never a guess.
+ */
+public final class TraceData {
+    static final byte[] MAGIC = { 'T', 'L', 'S', 'M' };
+    static final int VERSION = 2;
+    // Nesting the writer never exceeds (tracing.values.MAX_DEPTH, plus the
+    // levels of the trace, line and record that hold a value).
+    static final int MAX_DEPTH = 110;
+
+    private TraceData() {
+    }
+
+    @TLAPlusOperator(identifier = "TlasimLoad", module = "TlasimIO", minLevel = 0)
+    public static Value load(final Value name) {
+        if (!(name instanceof StringValue)) {
+            Assert.fail("TlasimLoad: the argument must be a file name (a string), not " + name);
+        }
+        final String file = ((StringValue) name).getVal().toString();
+        File path = new File(file);
+        if (!path.isAbsolute()) {
+            // TLC runs in the folder of the module it checks; user.dir is that folder.
+            path = new File(System.getProperty("user.dir"), file);
+        }
+        try (DataInputStream in = new DataInputStream(
+                new BufferedInputStream(new FileInputStream(path), 1 << 16))) {
+            final Reader reader = new Reader(in);
+            reader.header();
+            final Value value = reader.traces();
+            if (in.read() != -1) {
+                throw reader.error("bytes after the value");
+            }
+            return value;
+        } catch (IOException e) {
+            Assert.fail("TlasimLoad: cannot read " + path + ": " + e.getMessage());
+            return null; // not reached: Assert.fail throws
+        }
+    }
+
+    static final class Reader {
+        private final DataInputStream in;
+        private final List<Value> shared = new ArrayList<>();
+        private long offset = 0;
+
+        Reader(final DataInputStream in) {
+            this.in = in;
+        }
+
+        IOException error(final String what) {
+            return new IOException("malformed trace data at byte " + offset + ": " + what);
+        }
+
+        private int u8() throws IOException {
+            final int b = in.read();
+            if (b < 0) {
+                throw error("unexpected end of file");
+            }
+            offset += 1;
+            return b;
+        }
+
+        private int i32() throws IOException {
+            try {
+                final int v = in.readInt();
+                offset += 4;
+                return v;
+            } catch (EOFException e) {
+                throw error("unexpected end of file");
+            }
+        }
+
+        private int count() throws IOException {
+            final int n = i32();
+            if (n < 0) {
+                throw error("negative count " + n);
+            }
+            return n;
+        }
+
+        private String string() throws IOException {
+            final int n = count();
+            final byte[] bytes = new byte[n];
+            try {
+                in.readFully(bytes);
+            } catch (EOFException e) {
+                throw error("unexpected end of file in a string");
+            }
+            offset += n;
+            return new String(bytes, StandardCharsets.UTF_8);
+        }
+
+        void header() throws IOException {
+            for (final byte b : MAGIC) {
+                if (u8() != b) {
+                    throw error("not a tlasim trace data file");
+                }
+            }
+            final int version = u8();
+            if (version != VERSION) {
+                throw error("format version " + version + ", expected " + VERSION);
+            }
+        }
+
+        Value traces() throws IOException {
+            if (u8() != 'Q') {
+                throw error("the file's value must be a tuple of traces");
+            }
+            final Value[] traces = new Value[count()];
+            for (int i = 0; i < traces.length; i++) {
+                shared.clear();
+                traces[i] = value(1);
+            }
+            return new TupleValue(traces);
+        }
+
+        Value value(final int depth) throws IOException {
+            if (depth > MAX_DEPTH) {
+                throw error("nested deeper than " + MAX_DEPTH + " levels");
+            }
+            final int tag = u8();
+            switch (tag) {
+            case 'F':
+                return BoolValue.ValFalse;
+            case 'T':
+                return BoolValue.ValTrue;
+            case 'I':
+                return IntValue.gen(i32());
+            case 'S':
+                return new StringValue(string());
+            case 'Q': {
+                final Value[] elems = values(count(), depth);
+                return new TupleValue(elems);
+            }
+            case 'E': {
+                final Value[] elems = values(count(), depth);
+                return new SetEnumValue(elems, false).normalize();
+            }
+            case 'R': {
+                final int n = count();
+                final UniqueString[] names = new UniqueString[n];
+                final Value[] values = new Value[n];
+                for (int i = 0; i < n; i++) {
+                    names[i] = UniqueString.uniqueStringOf(string());
+                    values[i] = value(depth + 1);
+                }
+                return new RecordValue(names, values, false).normalize();
+            }
+            case 'M': {
+                final int n = count();
+                final Value[] keys = new Value[n];
+                final Value[] values = new Value[n];
+                for (int i = 0; i < n; i++) {
+                    keys[i] = value(depth + 1);
+                    values[i] = value(depth + 1);
+                }
+                return new FcnRcdValue(keys, values, false).normalize();
+            }
+            case 'D': {
+                final int slot = shared.size();
+                shared.add(null); // reserved, so nested definitions number after it
+                final Value v = value(depth);
+                shared.set(slot, v);
+                return v;
+            }
+            case 'P': {
+                final int index = count();
+                if (index >= shared.size() || shared.get(index) == null) {
+                    throw error("reference to value " + index + ", which is not defined before it");
+                }
+                return shared.get(index);
+            }
+            default:
+                throw error("unknown tag " + tag);
+            }
+        }
+
+        private Value[] values(final int n, final int depth) throws IOException {
+            final Value[] out = new Value[n];
+            for (int i = 0; i < n; i++) {
+                out[i] = value(depth + 1);
+            }
+            return out;
+        }
+    }
+}

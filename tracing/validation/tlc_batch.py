@@ -1,0 +1,377 @@
+"""One TLC run for a whole batch of traces, and a session that feeds such
+runs from a stream of traces (a campaign's).
+
+Theory of operation. A batch is traces of one spec and one set of
+constants. `check_batch` writes the generated modules into a folder, runs
+TLC once and sets each item's outcome: accepted, rejected (at a named line,
+or, when the caller does not need the line, just rejected), or unchecked
+(TLC failed before any trace's first state, which is all of the batch's
+doing and none of any other batch's).
+
+Two methods, the same verdicts:
+- "fast" (the default). The batch's values reach TLC as a file
+  (`tracing.tla.binary`) that SANY never parses; a batch whose every line
+  logs every variable binds them without testing which it logged; and a
+  first run prints only the traces that reach their last line, so TLC
+  evaluates each step once (finding the dead ends of the others takes
+  `ENABLED`, which evaluates each step again). Only the traces that did not
+  reach their end run again, in the full module, to find the line that
+  rejects them.
+- "reference": the module spells every value as TLA+ text and one run
+  finds every trace's furthest line, as the validator did before "fast".
+  Tests and `make bench` compare the two.
+
+An evaluation error stops a TLC run for the whole batch. When TLC names the
+trace (its error trace starts in that trace's initial state), that trace is
+rejected there and the batch runs again without it; when it cannot (an
+error in Init), the batch is halved until the culprit is alone.
+
+`CheckSession` takes traces one at a time from where they were made (a
+campaign's worker encodes its own traces, `PreparedTrace`), groups them by
+spec and constants, and runs a batch on a thread once it holds enough step
+lines, so simulation and checking overlap. It reports only accepted or
+not: the caller gets the rejecting line, with today's full verdict, from
+the validator on the trace's file.
+"""
+
+from __future__ import annotations
+
+import queue
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Hashable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from protocols.errors import InternalError, SpecError, TLCError
+from tracing.codec import Trace
+from tracing.tla.binary import PreparedTrace, trace_blob, trace_logs_of
+from tracing.tla.literal import to_tla
+from tracing.tla.speccheck import TraceSpec, load_trace_spec
+from tracing.tla.tlc import EC, JAVA_SOURCES, TLASIM_JAR, TLCResult, run_tlc
+from tracing.tla.trace_module import (
+    GENERATED,
+    LINE_VAR,
+    LOADER_MODULE,
+    TRACE_VAR,
+    config,
+    parse_end_marks,
+    trace_check,
+    trace_data,
+    trace_data_loaded,
+)
+from tracing.validation.explain import JVM_ARGS, Reason
+
+__all__ = [
+    "METHODS",
+    "SESSION_BATCH_STEPS",
+    "UNLOCATED",
+    "BatchItem",
+    "CheckSession",
+    "Method",
+    "check_batch",
+    "prepare_folder",
+]
+
+Method = Literal["fast", "reference"]
+METHODS: tuple[Method, ...] = ("fast", "reference")
+# An item's `step` when TLC rejected it and the caller did not ask where.
+UNLOCATED = -1
+# Step lines per TLC run of a session. Each run pays a JVM start, the spec's
+# parse and the JIT's warm-up (about 2 s in all); SANY no longer parses the
+# values, so a batch can be large: on twopc a run of 1,000 traces (143,000
+# lines) took 7 s where 100 traces took 2.8 s.
+SESSION_BATCH_STEPS = 60000
+_DATA_FILE = "TraceData.bin"
+
+
+@dataclass(slots=True, eq=False)
+class BatchItem:
+    """One trace in a batch, and what TLC made of it."""
+
+    spec: TraceSpec
+    constants: dict[str, Any]
+    steps: int
+    trace: Trace | None = None  # the decoded trace: "reference" writes its text
+    blob: bytes | None = None  # its element of TraceLogs (tracing.tla.binary)
+    full_logs: bool = False  # every line logs every variable of the spec
+    step: int = 0  # 0: accepted; else the rejected step, or UNLOCATED
+    reason: Reason = "step"
+    tlc_error: str | None = None
+    seconds: float = 0.0  # its share of its batch's TLC time
+    # Why TLC could not check the batch this trace was in (TLC failed before
+    # any trace's first state: its constants, a timeout); None when it could.
+    unchecked: str | None = None
+
+    def data(self) -> bytes:
+        if self.blob is None:
+            if self.trace is None:
+                raise InternalError("a batch item has neither a trace nor its bytes")
+            self.blob = trace_blob(self.trace)
+        return self.blob
+
+
+def logs_every_variable(trace: Trace, spec: TraceSpec) -> bool:
+    """Whether every line of the trace logs every variable of the spec."""
+    count = len(spec.decls.variables)
+    return all(len(step.vars) == count for step in trace.steps)
+
+
+def prepare_folder(workdir: Path, spec: TraceSpec) -> None:
+    """Copy the spec's modules, its template and the loader module into `workdir`."""
+    for source in sorted(spec.module.parent.glob("*.tla")):
+        if source.stem in GENERATED:
+            raise SpecError(f"{source} has the name of a module the validator generates")
+        shutil.copyfile(source, workdir / source.name)
+    if spec.template.parent != spec.module.parent:
+        shutil.copyfile(spec.template, workdir / spec.template.name)
+    shutil.copyfile(JAVA_SOURCES / f"{LOADER_MODULE}.tla", workdir / f"{LOADER_MODULE}.tla")
+
+
+def _last_state_field(result: TLCResult, name: str) -> int | None:
+    if not result.error_trace:
+        return None
+    value = result.error_trace[-1].values().get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def check_batch(
+    workdir: Path,
+    batch: list[BatchItem],
+    *,
+    timeout_s: float | None,
+    tlc: Callable[..., TLCResult],
+    method: Method,
+    locate: bool = True,
+) -> None:
+    """Run TLC on the batch and set each item's rejected step (0: accepted;
+    UNLOCATED: rejected, when `locate` is off), or its `unchecked` reason when
+    TLC failed in a way that names no trace."""
+    try:
+        _run_batch(workdir, batch, timeout_s, tlc, method, locate, ends_only=method == "fast")
+    except TLCError as exc:
+        # The batch shares its spec and constants, which is all TLC reads
+        # before the traces' first states, so such a failure is all of the
+        # batch's and none of any other batch's.
+        for item in batch:
+            item.unchecked = str(exc)
+
+
+def _run_batch(
+    workdir: Path,
+    batch: list[BatchItem],
+    timeout_s: float | None,
+    tlc: Callable[..., TLCResult],
+    method: Method,
+    locate: bool,
+    ends_only: bool,
+) -> None:
+    spec, constants = batch[0].spec, batch[0].constants
+    if method == "fast":
+        (workdir / _DATA_FILE).write_bytes(trace_logs_of([item.data() for item in batch]))
+        text = trace_data_loaded(constants, _DATA_FILE)
+        module = trace_check(
+            spec, full_logs=all(item.full_logs for item in batch), ends_only=ends_only
+        )
+    else:
+        traces = [item.trace for item in batch]
+        if any(trace is None for trace in traces):
+            raise InternalError("the reference method needs every trace decoded")
+        text = trace_data([t for t in traces if t is not None], constants)
+        module = trace_check(spec)
+    (workdir / "TraceData.tla").write_text(text, encoding="utf-8")
+    (workdir / "TraceCheck.tla").write_text(module, encoding="utf-8")
+    (workdir / "TraceCheck.cfg").write_text(config(constants), encoding="utf-8")
+    result = tlc(
+        workdir / "TraceCheck.tla",
+        workdir / "TraceCheck.cfg",
+        workdir=workdir,
+        args=["-deadlock"],
+        timeout_s=timeout_s,
+        jvm_args=JVM_ARGS,
+        classpath=[TLASIM_JAR] if method == "fast" else [],
+    )
+    share = result.seconds / len(batch)
+    for item in batch:
+        item.seconds += share
+    codes = result.codes()
+    if result.outcome == "ok":
+        furthest = parse_end_marks(result.plain_output)
+        if ends_only:
+            # Only a state on its trace's last line printed: those traces are
+            # accepted; any other was rejected somewhere.
+            rest = [item for t, item in enumerate(batch, 1) if furthest.get(t) != item.steps]
+            if rest and locate:
+                _run_batch(workdir, rest, timeout_s, tlc, method, locate, ends_only=False)
+            else:
+                for item in rest:
+                    item.step, item.reason = UNLOCATED, "step"
+            return
+        for t, item in enumerate(batch, start=1):
+            if t not in furthest:
+                item.step, item.reason = 1, "init"
+            elif furthest[t] < item.steps:
+                item.step, item.reason = furthest[t] + 1, "step"
+        return
+    if codes & {EC.TLC_PARSING_FAILED, EC.TLC_PARSING_FAILED2}:
+        raise TLCError(f"TLC could not parse the generated trace modules:\n{result.error_text()}")
+    if result.outcome != "error" or EC.TLC_COMPUTING_INIT not in codes:
+        raise TLCError(
+            f"TLC failed while checking traces ({result.outcome}, exit code "
+            f"{result.exit_code}):\n{result.error_text() or result.output[-2000:]}"
+        )
+    # TLC got past parsing and the config, so this is an evaluation error.
+    culprit = _last_state_field(result, TRACE_VAR)
+    if culprit is not None and 1 <= culprit <= len(batch):
+        item = batch[culprit - 1]
+        line = _last_state_field(result, LINE_VAR) or 0
+        item.step, item.reason, item.tlc_error = line + 1, "eval_error", result.error_text()
+        rest = batch[: culprit - 1] + batch[culprit:]
+    elif len(batch) == 1:
+        batch[0].step, batch[0].reason, batch[0].tlc_error = 1, "eval_error", result.error_text()
+        return
+    else:
+        half = len(batch) // 2
+        _run_batch(workdir, batch[:half], timeout_s, tlc, method, locate, ends_only)
+        _run_batch(workdir, batch[half:], timeout_s, tlc, method, locate, ends_only)
+        return
+    if rest:
+        _run_batch(workdir, rest, timeout_s, tlc, method, locate, ends_only)
+
+
+# --- a session: traces as they come -------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionResult:
+    """What a session found for one trace."""
+
+    tag: Hashable
+    accepted: bool
+    tlc_seconds: float
+    unchecked: str | None = None  # why TLC could not check it (not accepted)
+
+
+class CheckSession:
+    """Checks traces handed in one at a time, in large batches, on threads.
+
+    Results arrive in `results` (a queue of SessionResult) as batches finish.
+    `jobs` TLC runs at once. Use as a context manager: leaving it waits for
+    every batch, and removes the work folder unless `workdir` was given.
+    """
+
+    def __init__(
+        self,
+        *,
+        jobs: int = 1,
+        batch_steps: int = SESSION_BATCH_STEPS,
+        timeout_s: float | None = None,
+        workdir: Path | None = None,
+        spec_dirs: list[Path] | None = None,
+    ) -> None:
+        if jobs < 1:
+            raise SpecError(f"jobs={jobs}: must be at least 1")
+        self.results: queue.Queue[SessionResult] = queue.Queue()
+        self._batch_steps = batch_steps
+        self._timeout_s = timeout_s
+        self._spec_dirs = spec_dirs
+        self._specs: dict[str, TraceSpec] = {}
+        self._open: dict[tuple[str, str], tuple[list[tuple[Hashable, BatchItem]], int]] = {}
+        self._pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="tlasim-tlc")
+        self._futures: list[Future[None]] = []
+        self._tmp = None if workdir is not None else tempfile.TemporaryDirectory(
+            prefix="tlasim-session-"
+        )
+        self._root = Path(workdir) if workdir is not None else Path(self._tmp.name)  # type: ignore[union-attr]
+        self._batches = 0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> CheckSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def pending(self) -> int:
+        """Batches handed to TLC and not yet finished."""
+        return sum(1 for f in self._futures if not f.done())
+
+    def submit(self, tag: Hashable, prepared: PreparedTrace) -> None:
+        """Add a trace; a result for `tag` arrives in `results` later."""
+        spec = self._specs.get(prepared.spec)
+        if spec is None:
+            spec = self._specs[prepared.spec] = load_trace_spec(prepared.spec, self._spec_dirs)
+        if not _passes_prechecks(prepared, spec):
+            # The validator rejects it without TLC; the caller asks it where.
+            self.results.put(SessionResult(tag, False, 0.0))
+            return
+        constants = dict(prepared.constants)
+        item = BatchItem(
+            spec, constants, prepared.steps, blob=prepared.blob, full_logs=prepared.full_logs
+        )
+        key = (spec.name, to_tla(constants))
+        batch, steps = self._open.get(key, ([], 0))
+        batch.append((tag, item))
+        steps += prepared.steps
+        if steps >= self._batch_steps:
+            self._open.pop(key, None)
+            self._dispatch(batch)
+        else:
+            self._open[key] = (batch, steps)
+
+    def flush(self) -> None:
+        """Start every batch still open, however small."""
+        for batch, _ in list(self._open.values()):
+            self._dispatch(batch)
+        self._open.clear()
+
+    def wait(self) -> None:
+        """Wait for every batch started so far; re-raise the first one's error."""
+        for future in self._futures:
+            future.result()
+
+    def close(self) -> None:
+        try:
+            self.flush()
+            self.wait()
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            if self._tmp is not None:
+                self._tmp.cleanup()
+
+    def _dispatch(self, batch: list[tuple[Hashable, BatchItem]]) -> None:
+        with self._lock:
+            self._batches += 1
+            folder = self._root / f"batch{self._batches}"
+        self._futures.append(self._pool.submit(self._run, folder, batch))
+
+    def _run(self, folder: Path, batch: list[tuple[Hashable, BatchItem]]) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        items = [item for _, item in batch]
+        prepare_folder(folder, items[0].spec)
+        check_batch(folder, items, timeout_s=self._timeout_s, tlc=run_tlc, method="fast",
+                    locate=False)
+        for tag, item in batch:
+            self.results.put(
+                SessionResult(tag, item.step == 0 and item.unchecked is None, item.seconds,
+                              item.unchecked)
+            )
+        # The batch's files are of no use once its results are out.
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _passes_prechecks(prepared: PreparedTrace, spec: TraceSpec) -> bool:
+    """The validator's checks that need no TLC (`validator._precheck`, and
+    the header's variables), on what a prepared trace says of its lines.
+    Stricter than they are: False sends the trace to the validator, which
+    gives its verdict or its error."""
+    actions = set(spec.actions)
+    return (
+        prepared.steps > 0
+        and prepared.first_action == "Init"
+        and prepared.later_actions <= actions - {"Init"}
+        and prepared.variables == set(spec.decls.variables)
+    )
