@@ -29,7 +29,7 @@ CREATE TABLE campaigns (
     seed_start INTEGER NOT NULL,
     seed_stop INTEGER NOT NULL,  -- exclusive, as in range()
     options TEXT NOT NULL,       -- canonical JSON of the run options
-    validate TEXT NOT NULL,      -- all, failures or none
+    validate TEXT NOT NULL,      -- all, failures, none or sample:N
     created TEXT NOT NULL,       -- ISO 8601, UTC
     seal TEXT                    -- hash of the row's values (NULL in rows of schema 1)
 );
@@ -83,6 +83,51 @@ FAILED = "(r.outcome != 'ok' OR r.validation = 'rejected')"
 OUTCOMES = (OUTCOME_OK, OUTCOME_SAFETY, OUTCOME_LIVENESS)
 VALIDATIONS = ("accepted", "rejected", "skipped")
 VALIDATE_MODES = ("all", "failures", "none")
+SAMPLE_PREFIX = "sample:"
+
+
+@dataclass(frozen=True, slots=True)
+class ValidateMode:
+    """Which runs a campaign checks with TLC.
+
+    all: every run. failures: the runs an oracle failed. none: no run.
+    sample:N: every failure, and the runs of a seeded 1-in-N sample of
+    seeds, which a seed's number alone decides: a resumed or repeated
+    campaign samples the same seeds.
+    """
+
+    kind: str
+    every: int = 1
+
+    def __str__(self) -> str:
+        return f"{SAMPLE_PREFIX}{self.every}" if self.kind == "sample" else self.kind
+
+    @property
+    def checks_failures(self) -> bool:
+        return self.kind != "none"
+
+    def samples(self, seed: int) -> bool:
+        """Whether this mode checks `seed`'s run whatever its outcome."""
+        if self.kind == "all":
+            return True
+        if self.kind != "sample":
+            return False
+        digest = hashlib.blake2b(seed.to_bytes(8, "big"), digest_size=8).digest()
+        return int.from_bytes(digest, "big") % self.every == 0
+
+
+def parse_validate_mode(text: str) -> ValidateMode:
+    """`all`, `failures`, `none` or `sample:N` (N >= 1)."""
+    if text in VALIDATE_MODES:
+        return ValidateMode(text)
+    if text.startswith(SAMPLE_PREFIX):
+        number = text[len(SAMPLE_PREFIX):]
+        if number.isascii() and number.isdigit() and len(number) <= 9 and int(number) >= 1:
+            return ValidateMode("sample", int(number))
+    raise ConfigError(
+        f"--validate {shown(text)}: expected all, failures, none or sample:N (N >= 1: every "
+        "failure and a seeded 1-in-N sample of the seeds)"
+    )
 
 # What each column may hold: a type (None allowed when the type is in a
 # tuple with NoneType) and, for some, the only values allowed.
@@ -95,7 +140,7 @@ _COLUMN_KINDS: dict[str, tuple[str, bool, tuple[str, ...] | None]] = {
     "seed_start": (_INT, False, None),
     "seed_stop": (_INT, False, None),
     "options": (_TEXT, False, None),
-    "validate": (_TEXT, False, VALIDATE_MODES),
+    "validate": (_TEXT, False, None),  # a ValidateMode (parse_validate_mode)
     "created": (_TEXT, False, None),
     "campaign": (_INT, False, None),
     "seed": (_INT, False, None),
@@ -240,6 +285,12 @@ def column_problem(column: str, value: Any) -> str | None:
         fits = isinstance(value, int) and value >= 0
     else:
         fits = isinstance(value, int | float) and math.isfinite(value) and value >= 0
+    if fits and column == "validate":
+        try:
+            parse_validate_mode(value)
+        except ConfigError:
+            return "all, failures, none or sample:N"
+        return None
     if fits and (allowed is None or value in allowed):
         return None
     expected = {_TEXT: "text", _INT: "an integer >= 0", _REAL: "a finite number >= 0"}[kind]

@@ -17,19 +17,25 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from faults.plan import FaultPlan
 from protocols import get_protocol
-from protocols.errors import ConfigError
+from protocols.errors import ConfigError, InternalError
 from sim.campaign.executors import make_executor
+from sim.campaign.records import ValidateMode, parse_validate_mode
 from sim.campaign.results import SEED_MAX, VALIDATE_MODES, Campaign, ResultsDB, SeedOutcome
 from sim.drift.revision import source_revision
 from sim.kernel.options import NetworkOptions, SimOptions
 from sim.kernel.simulation import OUTCOME_OK
-from sim.run.runner import replay_traced, run_seed
+from sim.run.runner import replay_traced, run_recorded, run_seed
+from tracing.tla.binary import PreparedTrace
+
+if TYPE_CHECKING:
+    from tracing.validation.tlc_batch import CheckSession
 
 __all__ = [
     "VALIDATE_MODES",
@@ -64,6 +70,15 @@ def parse_seed_range(text: str) -> range:
     return range(start, end)
 
 
+@dataclass(slots=True)
+class BatchRun:
+    """A worker's batch: every seed's outcome, and the runs it recorded for
+    the campaign's TLC session (`validation` "pending" until checked)."""
+
+    outcomes: list[SeedOutcome]
+    prepared: dict[int, PreparedTrace | None]  # None: recording refused a value
+
+
 def run_batch(
     protocol: str,
     seeds: Sequence[int],
@@ -72,52 +87,59 @@ def run_batch(
     trace_dir: str | None,
     options: SimOptions | None = None,
     protocol_overrides: Mapping[str, Any] | None = None,
-) -> list[SeedOutcome]:
-    """Run and validate a batch of seeds; this is the unit of work a worker takes."""
-    # Encoding a trace costs more than the run itself, so a run is traced only
-    # when its trace will be used: every run under --validate all; otherwise
-    # only a failure (to validate or to keep), by replaying it, which the
-    # simulator's determinism makes the same run.
-    trace_every_run = validate == "all"
-    trace_failures = validate == "failures" or trace_dir is not None
+) -> BatchRun:
+    """Run a batch of seeds; this is the unit of work a worker takes.
+
+    A run that `validate` samples, and that no oracle failed, is recorded for
+    TLC (`run_recorded`: no log) and left "pending" for the campaign's
+    session. A failure is checked here from its log, as the validator checks
+    any file; its log is written by replaying it, which the simulator's
+    determinism makes the same run, so no passing run pays for a log.
+    """
+    mode = parse_validate_mode(validate)
     suffix = (options or SimOptions()).trace_format
     overrides = dict(protocol_overrides or {})
     runs = []
+    prepared: dict[int, PreparedTrace | None] = {}
     with tempfile.TemporaryDirectory(prefix="tlasim-batch-") as scratch:
         for seed in seeds:
             # The bug is in the name so campaigns sharing a trace directory
             # never overwrite each other's traces.
             path = Path(scratch) / f"{protocol}-{bug or 'correct'}-{seed}.{suffix}"
-            run = run_seed(
-                protocol, seed, bug=bug, options=options, protocol_overrides=overrides,
-                trace_path=path if trace_every_run else None,
-            )
-            if not trace_every_run and trace_failures and run.result.outcome != OUTCOME_OK:
+            recorded = mode.samples(seed)
+            if recorded:
+                run, ready, _refused = run_recorded(
+                    protocol, seed, bug=bug, options=options, protocol_overrides=overrides
+                )
+            else:
+                run = run_seed(protocol, seed, bug=bug, options=options,
+                               protocol_overrides=overrides)
+            failed = run.result.outcome != OUTCOME_OK
+            if failed and (mode.checks_failures or trace_dir is not None):
                 run = replay_traced(
                     protocol, seed, run.result, path, bug=bug, options=options,
                     protocol_overrides=overrides,
                 )
+            elif recorded:
+                prepared[seed] = ready
             runs.append((seed, path, run))
-        verdicts = _validate_batch(validate, runs)
+        verdicts = _validate_failures(mode, runs)
         outcomes = []
         for seed, path, run in runs:
             result = run.result
             failed = result.outcome != OUTCOME_OK
             validation, rejection, tlc_seconds = "skipped", None, 0.0
             verdict = verdicts.get(seed)
-            if verdict is not None:
+            if seed in prepared:
+                validation = "pending"
+            elif verdict is not None:
                 tlc_seconds = verdict.tlc_seconds
                 validation = "accepted" if verdict.accepted else "rejected"
                 if not verdict.accepted:
                     rejection = verdict.summary()
             kept = None
             if trace_dir is not None and (failed or validation == "rejected"):
-                target = (Path(trace_dir) / path.name).resolve()
-                target.parent.mkdir(parents=True, exist_ok=True)
-                # move, not os.replace: the scratch directory is often on
-                # another filesystem (a tmpfs /tmp), where a rename fails.
-                shutil.move(path, target)
-                kept = str(target)
+                kept = _keep(path, trace_dir)
             outcomes.append(
                 SeedOutcome(
                     seed=seed,
@@ -135,17 +157,26 @@ def run_batch(
                     trace_path=kept,
                 )
             )
-    return outcomes
+    return BatchRun(outcomes, prepared)
 
 
-def _validate_batch(validate: str, runs: list[tuple[int, Path, Any]]) -> dict[int, Any]:
-    """The verdicts of the traces `validate` asks for, by seed: one TLC run
-    for the whole batch. A rejection's summary names its line and action;
-    `tlasim repro` explains it in full, so no explain job runs here."""
+def _keep(path: Path, trace_dir: str) -> str:
+    target = (Path(trace_dir) / path.name).resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # move, not os.replace: the scratch directory is often on another
+    # filesystem (a tmpfs /tmp), where a rename fails.
+    shutil.move(path, target)
+    return str(target)
+
+
+def _validate_failures(mode: ValidateMode, runs: list[tuple[int, Path, Any]]) -> dict[int, Any]:
+    """The verdicts of the failures' logs, by seed: one TLC run for the
+    batch. A rejection's summary names its line and action; `tlasim repro`
+    explains it in full, so no explain job runs here."""
     wanted = [
         (seed, path)
         for seed, path, run in runs
-        if validate == "all" or (validate == "failures" and run.result.outcome != OUTCOME_OK)
+        if mode.checks_failures and run.result.outcome != OUTCOME_OK
     ]
     if not wanted:
         return {}
@@ -154,6 +185,49 @@ def _validate_batch(validate: str, runs: list[tuple[int, Path, Any]]) -> dict[in
 
     verdicts = validate_traces([path for _, path in wanted], explain=False)
     return {seed: verdict for (seed, _), verdict in zip(wanted, verdicts, strict=True)}
+
+
+def recheck_from_logs(
+    protocol: str,
+    outcomes: list[SeedOutcome],
+    *,
+    bug: str | None,
+    trace_dir: str | None,
+    options: SimOptions | None,
+    protocol_overrides: Mapping[str, Any] | None,
+) -> list[SeedOutcome]:
+    """The outcomes of runs the session did not accept, checked from their
+    logs by the validator, as every other file is: the verdict (and the
+    rejection's line) are the validator's own. A log is written by replaying
+    the run; a rejected one is kept in `trace_dir`.
+    """
+    from tracing.validation.validator import validate_traces
+
+    suffix = (options or SimOptions()).trace_format
+    overrides = dict(protocol_overrides or {})
+    with tempfile.TemporaryDirectory(prefix="tlasim-recheck-") as scratch:
+        paths = []
+        for o in outcomes:
+            path = Path(scratch) / f"{protocol}-{bug or 'correct'}-{o.seed}.{suffix}"
+            first = run_seed(protocol, o.seed, bug=bug, options=options,
+                             protocol_overrides=overrides).result
+            replay_traced(protocol, o.seed, first, path, bug=bug, options=options,
+                          protocol_overrides=overrides)
+            paths.append(path)
+        verdicts = validate_traces(paths, explain=False)
+        checked = []
+        for o, path, verdict in zip(outcomes, paths, verdicts, strict=True):
+            kept = o.trace_path
+            if not verdict.accepted and trace_dir is not None:
+                kept = _keep(path, trace_dir)
+            checked.append(dataclasses.replace(
+                o,
+                validation="accepted" if verdict.accepted else "rejected",
+                rejection=None if verdict.accepted else verdict.summary(),
+                tlc_seconds=o.tlc_seconds + verdict.tlc_seconds,
+                trace_path=kept,
+            ))
+    return checked
 
 
 def plan_json(plan: FaultPlan) -> str:
@@ -280,7 +354,7 @@ def run_campaign(
     seeds: range,
     *,
     bug: str | None = None,
-    validate: str = "failures",
+    validate: str = "all",
     workers: int = 1,
     trace_dir: str | None = None,
     batch_size: int | None = None,
@@ -292,6 +366,7 @@ def run_campaign(
     on_batch: Callable[[list[SeedOutcome]], None] | None = None,
     on_resume: Callable[[list[SeedOutcome]], None] | None = None,
     on_open: Callable[[Campaign, str | None], None] | None = None,
+    on_simulated: Callable[[list[SeedOutcome]], None] | None = None,
 ) -> list[SeedOutcome]:
     """Run every seed of `seeds` not yet recorded; return all of them, in seed order.
 
@@ -301,14 +376,21 @@ def run_campaign(
     database by accident. `on_open` hears of the campaign in `db` and, with
     `resume`, a note that says whether it was resumed or (and why) started
     afresh. `on_resume` hears once of the seeds recorded before, `on_batch`
-    of each new batch after it is recorded.
+    of each new batch after it is recorded (its runs checked), and
+    `on_simulated` of each batch as soon as its runs are done (runs TLC
+    still checks have validation "pending").
+
+    `validate` is all, failures, none or sample:N (`records.ValidateMode`).
+    Under all and sample:N the runs that pass their oracles are checked in
+    large TLC batches in this process (`tlc_batch.CheckSession`) while the
+    workers simulate; a run the session does not accept is checked again
+    from its log by the validator, whose verdict is the one recorded.
 
     `dask` runs batches on the Dask scheduler at that address, or on a new
     LocalCluster of `workers` processes when True; otherwise `workers`
     processes run them (one: this process).
     """
-    if validate not in VALIDATE_MODES:
-        raise ConfigError(f"--validate {validate!r}: expected one of {', '.join(VALIDATE_MODES)}")
+    mode = parse_validate_mode(validate)
     if workers < 1:
         raise ConfigError(f"--workers {workers}: must be at least 1")
     if batch_size is not None and batch_size < 1:
@@ -345,16 +427,133 @@ def run_campaign(
             run_batch, protocol, bug=bug, validate=validate, trace_dir=trace_dir, options=options,
             protocol_overrides=protocol_overrides,
         )
-        with make_executor(workers, dask) as executor:
+
+        def finish(batch: list[SeedOutcome]) -> None:
+            # Recorded before anyone hears of it, so what was reported is on disk.
+            if store is not None and campaign_id is not None:
+                store.record(campaign_id, batch)
+            outcomes.extend(batch)
+            if on_batch is not None:
+                on_batch(batch)
+
+        recheck = partial(
+            recheck_from_logs, protocol, bug=bug, trace_dir=trace_dir, options=options,
+            protocol_overrides=protocol_overrides,
+        )
+        # While the workers simulate, TLC shares the cores with them: one TLC
+        # run at a time per two workers. Once they are done, the last traces
+        # are cut into a batch per worker, run side by side.
+        jobs = max(1, workers // 2)
+        with make_executor(workers, dask) as executor, _session(mode, workers) as session:
+            checking = _Checking(session, jobs, workers, finish, recheck)
             for batch in executor.map_unordered(work, batches(todo, size)):
-                # Recorded before anyone hears of it, so what was reported is on disk.
-                if store is not None and campaign_id is not None:
-                    store.record(campaign_id, batch)
-                outcomes.extend(batch)
-                if on_batch is not None:
-                    on_batch(batch)
+                if on_simulated is not None:
+                    on_simulated(batch.outcomes)
+                checking.add(batch)
+            checking.finish_all()
     outcomes.sort(key=lambda o: o.seed)
     return outcomes
+
+
+class _Checking:
+    """The campaign's batches between their runs and their record: each
+    waits for the session's verdicts on its recorded runs, then for the
+    validator on the runs the session did not accept, and is finished in the
+    order its verdicts complete."""
+
+    def __init__(
+        self,
+        session: CheckSession | None,
+        jobs: int,
+        parts: int,
+        finish: Callable[[list[SeedOutcome]], None],
+        recheck: Callable[[list[SeedOutcome]], list[SeedOutcome]],
+    ) -> None:
+        self._session, self._jobs, self._parts = session, jobs, parts
+        self._finish, self._recheck = finish, recheck
+        self._waiting: list[_Waiting] = []
+        self._by_seed: dict[int, _Waiting] = {}
+
+    def add(self, batch: BatchRun) -> None:
+        waiting = _Waiting({o.seed: o for o in batch.outcomes})
+        for seed, ready in batch.prepared.items():
+            if ready is None or self._session is None:
+                waiting.recheck.add(seed)
+            else:
+                self._session.submit(seed, ready)
+                waiting.open.add(seed)
+                self._by_seed[seed] = waiting
+        self._waiting.append(waiting)
+        self._drain(block=False)
+        # Back-pressure: while TLC is behind, stop taking the workers' batches.
+        while self._session is not None and self._session.pending() > self._jobs:
+            self._drain(block=True)
+        self._finish_ready()
+
+    def finish_all(self) -> None:
+        if self._session is not None:
+            self._session.flush(self._parts)
+        while self._by_seed:
+            self._drain(block=True)
+        self._finish_ready()
+
+    def _drain(self, *, block: bool) -> None:
+        if self._session is None:
+            return
+        while self._by_seed:
+            result = self._session.next_result(0.2 if block else 0.0)
+            if result is None:
+                if block:
+                    continue
+                return
+            seed = int(result.tag)  # type: ignore[call-overload]
+            waiting = self._by_seed.pop(seed)
+            waiting.open.discard(seed)
+            if result.accepted:
+                waiting.outcomes[seed] = dataclasses.replace(
+                    waiting.outcomes[seed], validation="accepted", tlc_seconds=result.tlc_seconds
+                )
+            else:
+                waiting.recheck.add(seed)
+                if result.unchecked is None:
+                    waiting.rejected.add(seed)
+            if block:
+                return
+
+    def _finish_ready(self) -> None:
+        for waiting in [w for w in self._waiting if not w.open]:
+            self._waiting.remove(waiting)
+            if waiting.recheck:
+                for o in self._recheck([waiting.outcomes[s] for s in sorted(waiting.recheck)]):
+                    if o.seed in waiting.rejected and o.validation == "accepted":
+                        # The session checked the values the log holds; TLC
+                        # cannot both reject and accept them.
+                        raise InternalError(
+                            f"seed {o.seed}: TLC rejected the run as recorded but accepts "
+                            "its log: the recorder and the log disagree"
+                        )
+                    waiting.outcomes[o.seed] = o
+            self._finish(list(waiting.outcomes.values()))
+
+
+@dataclass(slots=True)
+class _Waiting:
+    outcomes: dict[int, SeedOutcome]
+    open: set[int] = dataclasses.field(default_factory=set)  # seeds TLC is checking
+    recheck: set[int] = dataclasses.field(default_factory=set)  # seeds for the validator
+    rejected: set[int] = dataclasses.field(default_factory=set)  # of those, TLC rejected
+
+
+@contextmanager
+def _session(mode: ValidateMode, jobs: int) -> Iterator[CheckSession | None]:
+    """The campaign's TLC session, when its mode records runs for one."""
+    if mode.kind not in ("all", "sample"):
+        yield None
+        return
+    from tracing.validation.tlc_batch import CheckSession
+
+    with CheckSession(jobs=jobs) as session:
+        yield session
 
 
 @contextmanager

@@ -21,10 +21,10 @@ from rich.table import Table
 
 from protocols import get_protocol
 from sim import exitcodes
+from sim.campaign.records import parse_validate_mode
 from sim.campaign.results import Campaign, ResultsDB, ShrunkRun
 from sim.campaign.shrinking import shrink_failure
 from sim.campaign.sweep import (
-    VALIDATE_MODES,
     SeedOutcome,
     parse_seed_range,
     plan_json,
@@ -136,8 +136,10 @@ def _report_failures(
 @click.option("--dask", "dask", is_flag=False, flag_value="local", default=None,
               metavar="[ADDRESS]",
               help="Run on a Dask cluster: a scheduler ADDRESS, or a LocalCluster when none.")
-@click.option("--validate", "validate_mode", type=click.Choice(VALIDATE_MODES),
-              default="failures", show_default=True)
+@click.option("--validate", "validate_mode", default="all", show_default=True,
+              metavar="all|failures|none|sample:N",
+              help="Which runs TLC checks: every run; the runs an oracle failed; none; or "
+                   "every failure and a seeded 1-in-N sample of the seeds.")
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Store every result in this SQLite database as it arrives.")
 @click.option("--resume", is_flag=True, help="Continue the same campaign in --db.")
@@ -167,10 +169,11 @@ def campaign(
     overrides = parse_assignments(protocol_settings, "--set")
     get_protocol(protocol).make_options(overrides)  # bad options fail before any seed runs
     seeds = parse_seed_range(seed_range)
+    mode = parse_validate_mode(validate_mode)
     where = "local pool" if dask is None else f"dask {dask}"
     out.print(
         f"campaign protocol={protocol} seeds={seeds.start}:{seeds.stop} bug={bug} "
-        f"workers={workers} executor={where} validate={validate_mode} faults=swarm"
+        f"workers={workers} executor={where} validate={mode} faults=swarm"
         + (f" db={printable(db_path)}" + (" --resume" if resume else "") if db_path else ""),
         markup=False,
     )
@@ -185,20 +188,40 @@ def campaign(
         console=err,
         transient=False,
     ) as progress:
-        task = progress.add_task("seeds", total=len(seeds), rate=0.0, failures=0)
-        new_seeds = 0
+        # Simulated and validated separately: TLC checks runs in batches,
+        # behind the simulation, so the two bars move apart and meet at the end.
+        checked = mode.kind != "none"
+        simulated_task = progress.add_task(
+            "simulated", total=len(seeds), rate=0.0, failures=0
+        )
+        task = progress.add_task(
+            "validated" if checked else "recorded", total=len(seeds), rate=0.0, failures=0
+        )
+        new_seeds = simulated_seeds = 0
 
         def on_resume(done: list[SeedOutcome]) -> None:
             nonlocal failures
             failures += sum(o.failed for o in done)
+            progress.update(simulated_task, completed=len(done))
             progress.update(task, completed=len(done), failures=failures)
+
+        def on_simulated(batch: list[SeedOutcome]) -> None:
+            nonlocal simulated_seeds
+            simulated_seeds += len(batch)
+            progress.advance(simulated_task, len(batch))
+            elapsed = progress.tasks[simulated_task].elapsed or 1e-9
+            progress.update(
+                simulated_task, rate=simulated_seeds / elapsed,
+                failures=sum(o.outcome != OUTCOME_OK for o in batch)
+                + progress.tasks[simulated_task].fields["failures"],
+            )
 
         def on_batch(batch: list[SeedOutcome]) -> None:
             nonlocal failures, new_seeds
             failures += sum(o.failed for o in batch)
             new_seeds += len(batch)
             progress.advance(task, len(batch))
-            elapsed = progress.tasks[0].elapsed or 1e-9
+            elapsed = progress.tasks[task].elapsed or 1e-9
             progress.update(task, rate=new_seeds / elapsed, failures=failures)
 
         def on_open(opened: Campaign, note: str | None) -> None:
@@ -213,7 +236,7 @@ def campaign(
                 protocol,
                 seeds,
                 bug=bug,
-                validate=validate_mode,
+                validate=str(mode),
                 workers=workers,
                 trace_dir=trace_dir,
                 db=db,
@@ -223,6 +246,7 @@ def campaign(
                 on_batch=on_batch,
                 on_resume=on_resume,
                 on_open=on_open,
+                on_simulated=on_simulated,
             )
         finally:
             if db is not None:

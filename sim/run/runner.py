@@ -16,6 +16,8 @@ from sim.kernel.options import SimOptions
 from sim.kernel.simulation import RunResult, Simulation
 from sim.run.report import reproduce_command
 from tracing.emit.emitter import TraceEmitter
+from tracing.emit.recorder import TLCRecorder
+from tracing.tla.binary import PreparedTrace
 from tracing.validation.report import TRACE_PLACEHOLDER
 
 TOOL_VERSION = "0.1.0"
@@ -143,6 +145,31 @@ def run_seed(
         trace=buffer.getvalue() if buffer is not None else None,
         trace_path=trace_path,
     )
+
+
+def run_recorded(
+    protocol: str,
+    seed: int,
+    *,
+    bug: str | None = None,
+    protocol_overrides: dict[str, Any] | None = None,
+    options: SimOptions | None = None,
+) -> tuple[SeedRun, PreparedTrace | None, str | None]:
+    """Run one seed recording its steps for TLC (`TLCRecorder`), with no log.
+
+    Returns the run, its prepared trace, and None; or, when a value stopped
+    the recording, no prepared trace and why (such a run is checked from
+    its log, written by a replay).
+    """
+    recorder = TLCRecorder()
+    sim = build_simulation(
+        protocol, seed, bug=bug, protocol_overrides=protocol_overrides, options=options,
+        emitter=recorder,
+    )
+    write_header(sim, recorder)
+    result = sim.run()
+    run = SeedRun(result=result, options=sim.options_record(), trace=None, trace_path=None)
+    return run, recorder.prepared(), recorder.refused
 
 
 def replay_traced(

@@ -30,9 +30,11 @@ __all__ = ["TLCRecorder"]
 class TLCRecorder(TraceEmitter):
     """Records a run's steps for TLC; `prepared()` gives the result."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, persistent: bool = False) -> None:
+        """`persistent`: the caller never changes a value it passed (see
+        `TraceBlobWriter`), so a variable a step left alone costs nothing."""
         super().__init__(None)
-        self._blob = TraceBlobWriter()
+        self._blob = TraceBlobWriter(persistent=persistent)
         self._spec: str | None = None
         self._constants: Mapping[str, Any] = {}
         self._declared: frozenset[str] = frozenset()

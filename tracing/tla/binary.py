@@ -35,7 +35,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from protocols.errors import TraceFormatError
 from tracing.codec import Trace
@@ -69,7 +69,6 @@ def _immutable(t: type) -> bool:
     if known is None:
         known = _IMMUTABLE[t] = issubclass(t, Mapping) and t.__hash__ is not None
     return known
-_STEP_FIELDS = (b"action", b"params", b"vars")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,17 +91,39 @@ class PreparedTrace:
     full_logs: bool
 
 
-class TraceBlobWriter:
-    """Encodes one trace, a step at a time, into its element of `TraceLogs`."""
+class _Refused(Exception):
+    """A value the modules cannot hold; its path is built as the walk unwinds."""
 
-    def __init__(self) -> None:
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path: list[str] = []
+
+    def error(self, where: str) -> TraceFormatError:
+        return TraceFormatError(f"{where}{''.join(reversed(self.path))}: {self.message}")
+
+
+class TraceBlobWriter:
+    """Encodes one trace, a step at a time, into its element of `TraceLogs`.
+
+    `persistent`: the caller promises that no container it passes is ever
+    changed afterwards (the simulator's spec variables are such snapshots,
+    protocols/specstate.py), so any container met again, the very object,
+    is the same value and is named rather than written again. Without it,
+    only containers that cannot change (tuples, frozensets, hashable
+    mappings, holding only such) are.
+    """
+
+    def __init__(self, *, persistent: bool = False) -> None:
         self._out = bytearray()
         self._steps = 0
-        # Deeply immutable containers by identity (each kept alive, so its id
-        # stays its own), strings by value: each the number of its `D`.
+        self._persistent = persistent
+        # Containers by identity (each kept alive, so its id stays its own),
+        # strings by value: each the number of its `D`.
         self._shared: dict[int, tuple[Any, int]] = {}
         self._strings: dict[str, int] = {}
         self._checked: set[str] = set()
+        self._fields: dict[str, bytes | None] = {}  # a key's bytes, if a field name
         self._defined = 0
 
     @property
@@ -114,41 +135,47 @@ class TraceBlobWriter:
         the variables it logged. Raises TraceFormatError, naming the part,
         for a value the generated modules cannot hold."""
         out = self._out
+        mark = len(out)
         # The fields in sorted order, as a normalized TLC record has them.
-        out += b"R\x00\x00\x00\x03"
-        self._name(_STEP_FIELDS[0])
-        self._value(action, 0, "action")
-        self._name(_STEP_FIELDS[1])
-        self._value(params, 0, "params")
-        self._name(_STEP_FIELDS[2])
-        self._function(vars, 0, "vars")
+        out += b"R\x00\x00\x00\x03\x00\x00\x00\x06action"
+        where = "action"
+        try:
+            self._value(action, 0)
+            out += b"\x00\x00\x00\x06params"
+            where = "params"
+            self._value(params, 0)
+            out += b"\x00\x00\x00\x04vars"
+            where = "vars"
+            self._function(vars, 0)
+        except _Refused as exc:
+            del out[mark:]
+            raise exc.error(where) from None
         self._steps += 1
 
     def blob(self) -> bytes:
         """The trace's bytes: the tuple of its lines."""
         return b"Q" + _U32.pack(self._steps) + bytes(self._out)
 
-    def _name(self, name: bytes) -> None:
-        self._out += _U32.pack(len(name))
-        self._out += name
-
-    def _value(self, v: Any, depth: int, where: str) -> bool:
-        """Write v; return whether it is deeply immutable (may be shared)."""
+    def _value(self, v: Any, depth: int) -> bool:
+        """Write v; return whether it may be named when met again."""
         t = type(v)
         out = self._out
+        if t is str:
+            number = self._strings.get(v)
+            if number is not None:
+                out += b"P"
+                out += _U32.pack(number)
+            else:
+                self._string(v)
+            return True
         if t is bool:
             out += b"T" if v else b"F"
             return True
         if t is int:
             if not _INT_MIN <= v <= _INT_MAX:
-                raise TraceFormatError(
-                    f"{where}: the integer {v} does not fit TLC's 32-bit integers"
-                )
+                raise _Refused(f"the integer {v} does not fit TLC's 32-bit integers")
             out += b"I"
             out += _INT32.pack(v)
-            return True
-        if t is str:
-            self._string(v, where)
             return True
         hit = self._shared.get(id(v))
         if hit is not None and hit[0] is v:
@@ -156,43 +183,36 @@ class TraceBlobWriter:
             out += _U32.pack(hit[1])
             return True
         if depth >= MAX_DEPTH:
-            raise TraceFormatError(
-                f"{where}: nested more than {MAX_DEPTH} levels deep (sequences, sets and "
+            raise _Refused(
+                f"nested more than {MAX_DEPTH} levels deep (sequences, sets and "
                 "functions within each other)"
             )
-        if v and _immutable(t):
-            # Defined before its parts, as the reader numbers it; kept only
-            # if every part turns out immutable too.
-            out += b"D"
-            number = self._defined
-            self._defined += 1
-            if self._compound(v, t, depth + 1, where):
-                self._shared[id(v)] = (v, number)
-                return True
-            # A mutable part: never named again (the reader still numbers the D).
-            return False
         if isinstance(v, str):
-            self._string(str.__str__(v), where)
-            return True
+            return self._value(str.__str__(v), depth)
         if isinstance(v, int) and not isinstance(v, bool):
-            return self._value(int(v), depth, where)
-        self._compound(v, t, depth + 1, where)
+            return self._value(int(v), depth)
+        if not v:
+            self._compound(v, t, depth + 1)
+            return True
+        # Defined before its parts, as the reader numbers it; named when met
+        # again only if it may be.
+        out += b"D"
+        number = self._defined
+        self._defined += 1
+        if self._compound(v, t, depth + 1) or self._persistent:
+            self._shared[id(v)] = (v, number)
+            return True
         return False
 
-    def _string(self, v: str, where: str) -> None:
-        out = self._out
-        number = self._strings.get(v)
-        if number is not None:
-            out += b"P"
-            out += _U32.pack(number)
-            return
+    def _string(self, v: str) -> None:
         if v not in self._checked:
             try:
                 to_tla(v)
             except TraceFormatError as exc:
-                raise TraceFormatError(f"{where}: {str(exc).removeprefix('value: ')}") from None
+                raise _Refused(str(exc).removeprefix("value: ")) from None
             self._checked.add(v)
         data = v.encode("utf-8")
+        out = self._out
         if len(data) > 8:
             out += b"D"
             self._strings[v] = self._defined
@@ -201,26 +221,44 @@ class TraceBlobWriter:
         out += _U32.pack(len(data))
         out += data
 
-    def _compound(self, v: Any, t: type, depth: int, where: str) -> bool:
+    def _compound(self, v: Any, t: type, depth: int) -> bool:
         out = self._out
         immutable = True
         if t is tuple or t is list:
             out += b"Q"
             out += _U32.pack(len(v))
             for i, x in enumerate(v):
-                immutable &= self._value(x, depth, f"{where}[{i}]")
+                try:
+                    immutable &= self._value(x, depth)
+                except _Refused as exc:
+                    exc.path.append(f"[{i}]")
+                    raise
             return immutable and t is tuple
         if t is frozenset or t is set:
             out += b"E"
             out += _U32.pack(len(v))
             for x in v:
-                immutable &= self._value(x, depth, f"{where}{{element}}")
+                try:
+                    immutable &= self._value(x, depth)
+                except _Refused as exc:
+                    exc.path.append("{element}")
+                    raise
             return immutable and t is frozenset
         if isinstance(v, Mapping):
-            return self._function(v, depth, where) and _immutable(t)
-        raise TraceFormatError(f"{where}: a {t.__name__} is not a TLA+ value")
+            return self._function(v, depth) and _immutable(t)
+        raise _Refused(f"a {t.__name__} is not a TLA+ value")
 
-    def _function(self, m: Mapping[Any, Any], depth: int, where: str) -> bool:
+    def _field(self, key: str) -> bytes | None:
+        """The record field's bytes (length and name), or None if `key` is no field name."""
+        known = self._fields.get(key, _UNKNOWN)
+        if known is _UNKNOWN:
+            data = key.encode("utf-8")
+            known = self._fields[key] = (
+                _U32.pack(len(data)) + data if is_field_name(key) else None
+            )
+        return known  # type: ignore[return-value]
+
+    def _function(self, m: Mapping[Any, Any], depth: int) -> bool:
         out = self._out
         if not m:
             # TLC equates <<>> with every function on the empty domain.
@@ -229,21 +267,37 @@ class TraceBlobWriter:
         immutable = True
         # As freeze has it: string keys (str subclasses too) make a record,
         # written as one when every key is a field name.
-        if all(isinstance(k, str) for k in m):
-            items = [(str.__str__(k), x) for k, x in m.items()]
-            if all(is_field_name(k) for k, _ in items):
-                out += b"R"
-                out += _U32.pack(len(items))
-                for k, x in items:
-                    self._name(k.encode("utf-8"))
-                    immutable &= self._value(x, depth, f"{where}.{k}")
-                return immutable
+        fields = [self._field(k) if type(k) is str else None for k in m]
+        if None in fields and all(isinstance(k, str) for k in m):
+            fields = [self._field(str.__str__(k)) for k in m]
+        if None not in fields:
+            out += b"R"
+            out += _U32.pack(len(m))
+            for name, x in zip(cast("list[bytes]", fields), m.values(), strict=True):
+                out += name
+                try:
+                    immutable &= self._value(x, depth)
+                except _Refused as exc:
+                    exc.path.append(f".{name[4:].decode()}")
+                    raise
+            return immutable
         out += b"M"
         out += _U32.pack(len(m))
         for k, x in m.items():
-            immutable &= self._value(k, depth, f"{where}{{key}}")
-            immutable &= self._value(x, depth, f"{where}[{k!r:.60}]")
+            try:
+                immutable &= self._value(k, depth)
+            except _Refused as exc:
+                exc.path.append("{key}")
+                raise
+            try:
+                immutable &= self._value(x, depth)
+            except _Refused as exc:
+                exc.path.append(f"[{k!r:.60}]")
+                raise
         return immutable
+
+
+_UNKNOWN = object()
 
 
 def trace_blob(trace: Trace) -> bytes:

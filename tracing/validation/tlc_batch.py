@@ -322,11 +322,34 @@ class CheckSession:
         else:
             self._open[key] = (batch, steps)
 
-    def flush(self) -> None:
-        """Start every batch still open, however small."""
-        for batch, _ in list(self._open.values()):
-            self._dispatch(batch)
+    def flush(self, parts: int = 1) -> None:
+        """Start every batch still open, however small, each cut into up to
+        `parts` batches of about equal steps (so that, once nothing else
+        needs the cores, `parts` TLC runs share the last traces)."""
+        for batch, steps in list(self._open.values()):
+            target = max(1, -(-steps // max(1, parts)))
+            cut: list[tuple[Hashable, BatchItem]] = []
+            size = 0
+            for entry in batch:
+                cut.append(entry)
+                size += entry[1].steps
+                if size >= target:
+                    self._dispatch(cut)
+                    cut, size = [], 0
+            if cut:
+                self._dispatch(cut)
         self._open.clear()
+
+    def next_result(self, timeout_s: float) -> SessionResult | None:
+        """The next result, waiting up to `timeout_s`; None if none came.
+        Re-raises the error of a batch that failed (no result will come)."""
+        try:
+            return self.results.get(timeout=timeout_s)
+        except queue.Empty:
+            for future in self._futures:
+                if future.done() and future.exception() is not None:
+                    future.result()
+            return None
 
     def wait(self) -> None:
         """Wait for every batch started so far; re-raise the first one's error."""
