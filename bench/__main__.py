@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from bench import bugs, campaign, kernel, linearizability, validation
+from bench import bugs, campaign, kernel, linearizability, refinement, validation
 from sim.cli.support import out
 
 # The standard campaign of each protocol: its default options, swarm faults.
@@ -57,6 +57,8 @@ def main() -> None:
             f"{its_one.per_second / one.per_second:.2f}x"
         )
 
+    refinement_tables(console)
+
     table = Table(title="Swarm: seeds to the first failure, per bug variant")
     for column in ("protocol", "bug", "median", "sweeps", "misses", "counts"):
         table.add_column(column)
@@ -67,6 +69,32 @@ def main() -> None:
     console.print(table)
 
     linearizability_tables(console)
+
+
+def refinement_tables(console: Console) -> None:
+    table = Table(title="Every run checked by TLC: campaign --validate all against none, "
+                        "2 workers, side by side")
+    for column in ("protocol", "seeds", "none seeds/s", "all seeds/s", "all / none",
+                   "all as before (seeds/s)", "now / before"):
+        table.add_column(column)
+    for r in refinement.ratios():
+        table.add_row(r.protocol, str(r.seeds), f"{r.none_rate:.0f}", f"{r.all_rate:.1f}",
+                      f"{r.ratio:.0%}", f"{r.before_rate:.2f} ({r.before_seeds} seeds)",
+                      f"{r.all_rate / r.before_rate:.1f}x")
+    console.print(table)
+    table = Table(title="Where a checked step's time goes (one session batch, ms per step)")
+    for column in ("protocol", "traces", "steps", "record (Python)", "batch file (Python)",
+                   "TLC fixed per run", "TLC batch run", "same batch as text (before)"):
+        table.add_column(column)
+    for protocol in refinement.SEEDS:
+        p = refinement.profile(protocol)
+        table.add_row(
+            protocol, str(p.traces), str(p.steps), f"{p.per_step_ms(p.record_seconds):.3f}",
+            f"{p.per_step_ms(p.file_seconds):.3f}", f"{p.fixed_seconds:.2f} s",
+            f"{p.per_step_ms(p.batch_seconds):.3f} ({p.batch_seconds:.1f} s)",
+            f"{p.per_step_ms(p.text_seconds):.3f} ({p.text_seconds:.1f} s)",
+        )
+    console.print(table)
 
 
 def campaign_table(protocol: str, rates: list[campaign.Rate], console: Console) -> None:

@@ -1,0 +1,160 @@
+"""Every run a refinement check: `--validate all` against `--validate none`,
+side by side, and where TLC's time per checked step goes.
+
+For each protocol's standard campaign (its default options, swarm faults)
+at 2 workers, one process runs the same seeds three ways, back to back:
+`run_campaign(..., validate="none")`, `validate="all"` (every run checked by
+TLC in the campaign's session), and for scale `validate="all"` as it was
+before (every run traced to a log and each batch of ten checked by its own
+TLC run with the text modules, `method="reference"`) on a tenth of the seeds.
+
+`profile` splits one session batch's cost per checked step: recording the
+runs for TLC in Python, writing the batch file, TLC's fixed cost per run
+(JVM start, SANY's parse of the spec, the JIT's warm-up: a run of one
+trace), and TLC's evaluation (the rest of a full batch's run); beside it,
+the same traces' modules written as text, and SANY's share of that run.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sim.campaign.sweep import run_campaign
+from sim.run.runner import run_recorded, run_seed
+from tracing.tla.binary import trace_logs_of
+from tracing.tla.speccheck import load_trace_spec
+from tracing.tla.tlc import run_tlc
+from tracing.validation.tlc_batch import BatchItem, check_batch, prepare_folder
+from tracing.validation.validator import BATCH_STEPS
+
+SEEDS = {"twopc": 600, "shardsplit": 300, "snapshot": 300}
+
+
+@dataclass(frozen=True)
+class Ratio:
+    protocol: str
+    seeds: int
+    none_seconds: float
+    all_seconds: float
+    before_seeds: int
+    before_seconds: float
+
+    @property
+    def none_rate(self) -> float:
+        return self.seeds / self.none_seconds
+
+    @property
+    def all_rate(self) -> float:
+        return self.seeds / self.all_seconds
+
+    @property
+    def before_rate(self) -> float:
+        return self.before_seeds / self.before_seconds
+
+    @property
+    def ratio(self) -> float:
+        return self.all_rate / self.none_rate
+
+
+def _timed_campaign(protocol: str, seeds: int, validate: str) -> float:
+    start = time.perf_counter()
+    outcomes = run_campaign(protocol, range(seeds), validate=validate, workers=2)
+    seconds = time.perf_counter() - start
+    if validate == "all" and any(o.validation != "accepted" for o in outcomes):
+        raise SystemExit(f"{protocol}: a correct run was not accepted")
+    return seconds
+
+
+def _before(protocol: str, seeds: int) -> float:
+    """--validate all as it was: every run logged, ten a TLC run, text modules."""
+    from tracing.validation.validator import validate_traces
+
+    with tempfile.TemporaryDirectory(prefix="tlasim-bench-") as scratch:
+        start = time.perf_counter()
+        paths = []
+        for seed in range(seeds):
+            path = Path(scratch) / f"{seed}.ndjson"
+            run_seed(protocol, seed, trace_path=path)
+            paths.append(path)
+            if len(paths) == 10 or seed == seeds - 1:
+                validate_traces(paths, explain=False, method="reference")
+                paths = []
+        return time.perf_counter() - start
+
+
+def ratios() -> list[Ratio]:
+    out = []
+    for protocol, seeds in SEEDS.items():
+        none = _timed_campaign(protocol, seeds, "none")
+        checked = _timed_campaign(protocol, seeds, "all")
+        before_seeds = max(10, seeds // 10)
+        out.append(Ratio(protocol, seeds, none, checked, before_seeds,
+                         _before(protocol, before_seeds)))
+    return out
+
+
+@dataclass(frozen=True)
+class Profile:
+    protocol: str
+    traces: int
+    steps: int
+    record_seconds: float  # run_recorded minus the same runs untraced
+    file_seconds: float  # writing the batch file
+    fixed_seconds: float  # a TLC run of one trace
+    batch_seconds: float  # the TLC run of the whole batch
+    text_seconds: float  # the same batch with text modules (reference method)
+
+    def per_step_ms(self, seconds: float) -> float:
+        return 1000 * seconds / self.steps
+
+
+def profile(protocol: str = "twopc", traces: int = 300) -> Profile:
+    spec = load_trace_spec({"twopc": "TwoPhaseCommitMsg", "shardsplit": "ShardSplitMsg",
+                            "snapshot": "SnapshotMsg"}[protocol], None)
+    start = time.perf_counter()
+    for seed in range(traces):
+        run_seed(protocol, seed)
+    plain = time.perf_counter() - start
+    start = time.perf_counter()
+    prepared = [run_recorded(protocol, seed)[1] for seed in range(traces)]
+    record = time.perf_counter() - start - plain
+    items = []
+    for ready in prepared:
+        if ready is None:
+            raise SystemExit(f"{protocol}: a run could not be recorded")
+        items.append(BatchItem(spec, dict(ready.constants), ready.steps, blob=ready.blob,
+                               full_logs=ready.full_logs))
+    start = time.perf_counter()
+    trace_logs_of([i.data() for i in items])
+    file_seconds = time.perf_counter() - start
+
+    def tlc_run(batch: list[BatchItem], method: str) -> float:
+        with tempfile.TemporaryDirectory(prefix="tlasim-bench-") as scratch:
+            prepare_folder(Path(scratch), spec)
+            check_batch(Path(scratch), batch, timeout_s=None, tlc=run_tlc,
+                        method=method, locate=False)  # type: ignore[arg-type]
+        if any(i.step != 0 or i.unchecked for i in batch):
+            raise SystemExit(f"{protocol}: a correct run was not accepted")
+        return sum(i.seconds for i in batch)
+
+    fixed = tlc_run(items[:1], "fast")
+    whole = tlc_run(items, "fast")
+    # The text modules, in batches of the size the validator used for them.
+    text = 0.0
+    with tempfile.TemporaryDirectory(prefix="tlasim-bench-") as scratch:
+        from tracing.codec import read_trace
+
+        chunk: list[BatchItem] = []
+        for seed, ready in enumerate(prepared):
+            path = Path(scratch) / f"{seed}.ndjson"
+            run_seed(protocol, seed, trace_path=path)
+            trace = read_trace(path)
+            chunk.append(BatchItem(spec, dict(ready.constants), len(trace.steps), trace=trace))
+            if sum(i.steps for i in chunk) >= BATCH_STEPS or seed == len(prepared) - 1:
+                text += tlc_run(chunk, "reference")
+                chunk = []
+    return Profile(protocol, traces, sum(i.steps for i in items), record, file_seconds, fixed,
+                   whole, text)
