@@ -10,9 +10,11 @@ TLC run with the text modules, `method="reference"`) on a tenth of the seeds.
 
 `profile` splits one session batch's cost per checked step: recording the
 runs for TLC in Python, writing the batch file, TLC's fixed cost per run
-(JVM start, SANY's parse of the spec, the JIT's warm-up: a run of one
-trace), and TLC's evaluation (the rest of a full batch's run); beside it,
-the same traces' modules written as text, and SANY's share of that run.
+(a run of one trace: Java's start, SANY's parse of the spec, the rest is
+TLC's set-up and the JIT's warm-up), and TLC's evaluation (the rest of a
+full batch's run); beside it, the same traces checked the way they were
+before (text modules, batches of the validator's old size). No explain run
+is part of a campaign: `tlasim repro` explains a rejection on demand.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from protocols import get_protocol
 from sim.campaign.sweep import run_campaign
 from sim.run.runner import run_recorded, run_seed
 from tracing.tla.binary import trace_logs_of
-from tracing.tla.speccheck import load_trace_spec
-from tracing.tla.tlc import run_tlc
+from tracing.tla.speccheck import TraceSpec, load_trace_spec
+from tracing.tla.tlc import TLASIM_JAR, find_java, find_tla2tools, run_jar_class, run_tlc
+from tracing.tla.trace_module import trace_check, trace_data_loaded
 from tracing.validation.tlc_batch import BatchItem, check_batch, prepare_folder
 from tracing.validation.validator import BATCH_STEPS
 
@@ -103,6 +107,8 @@ class Profile:
     steps: int
     record_seconds: float  # run_recorded minus the same runs untraced
     file_seconds: float  # writing the batch file
+    jvm_seconds: float  # Java starting and loading TLC (TLC printing its usage)
+    sany_seconds: float  # SANY parsing the generated modules of one trace
     fixed_seconds: float  # a TLC run of one trace
     batch_seconds: float  # the TLC run of the whole batch
     text_seconds: float  # the same batch with text modules (reference method)
@@ -112,8 +118,7 @@ class Profile:
 
 
 def profile(protocol: str = "twopc", traces: int = 300) -> Profile:
-    spec = load_trace_spec({"twopc": "TwoPhaseCommitMsg", "shardsplit": "ShardSplitMsg",
-                            "snapshot": "SnapshotMsg"}[protocol], None)
+    spec = load_trace_spec(get_protocol(protocol).spec_module, None)
     start = time.perf_counter()
     for seed in range(traces):
         run_seed(protocol, seed)
@@ -141,6 +146,7 @@ def profile(protocol: str = "twopc", traces: int = 300) -> Profile:
         return sum(i.seconds for i in batch)
 
     fixed = tlc_run(items[:1], "fast")
+    jvm, sany = _jvm_and_sany(spec, items[0])
     whole = tlc_run(items, "fast")
     # The text modules, in batches of the size the validator used for them.
     text = 0.0
@@ -156,5 +162,24 @@ def profile(protocol: str = "twopc", traces: int = 300) -> Profile:
             if sum(i.steps for i in chunk) >= BATCH_STEPS or seed == len(prepared) - 1:
                 text += tlc_run(chunk, "reference")
                 chunk = []
-    return Profile(protocol, traces, sum(i.steps for i in items), record, file_seconds, fixed,
-                   whole, text)
+    return Profile(protocol, traces, sum(i.steps for i in items), record, file_seconds, jvm,
+                   sany, fixed, whole, text)
+
+
+def _jvm_and_sany(spec: TraceSpec, item: BatchItem) -> tuple[float, float]:
+    """Seconds for Java to start and load TLC, and for SANY to parse one
+    trace's generated modules (spec, template, data module)."""
+    java, jar = find_java(), find_tla2tools()
+    with tempfile.TemporaryDirectory(prefix="tlasim-bench-") as scratch:
+        folder = Path(scratch)
+        prepare_folder(folder, spec)
+        (folder / "TraceData.tla").write_text(trace_data_loaded(item.constants, "TraceData.bin"))
+        (folder / "TraceCheck.tla").write_text(trace_check(spec, full_logs=True, ends_only=True))
+        timings = []
+        for main_class, args in (("tlc2.TLC", ["-help"]),
+                                 ("tla2sany.SANY", ["TraceCheck.tla"])):
+            start = time.perf_counter()
+            run_jar_class(java, jar, main_class, args, cwd=folder, java_tmp=folder,
+                          classpath=[TLASIM_JAR])
+            timings.append(time.perf_counter() - start)
+    return timings[0], timings[1] - timings[0]

@@ -22,6 +22,7 @@ from typing import Any
 from protocols.errors import InternalError, TraceFormatError
 from tracing.emit.emitter import TraceEmitter
 from tracing.tla.binary import PreparedTrace, TraceBlobWriter
+from tracing.tla.trace_module import WriteCheckMemo, check_writable
 from tracing.values import freeze
 
 __all__ = ["TLCRecorder"]
@@ -52,6 +53,9 @@ class TLCRecorder(TraceEmitter):
         self._declared = frozenset(variables)
         try:
             self._constants = freeze(dict(constants), "constants")
+            memo = WriteCheckMemo()
+            for name, value in self._constants.items():
+                check_writable(value, f"constant {name}", memo)
         except TraceFormatError as exc:
             self.refused = str(exc)
 

@@ -34,6 +34,7 @@ from tracing.tla.parse import parse_state
 
 __all__ = [
     "EC",
+    "LOAD_FAILED",
     "TLASIM_JAR",
     "Outcome",
     "Severity",
@@ -342,6 +343,9 @@ def parse_dump(text: str) -> list[TraceState]:
 # java` and committed, so running tlasim needs only a Java runtime.
 JAVA_SOURCES = Path(__file__).parent / "java"
 TLASIM_JAR = JAVA_SOURCES / "tlasim-tlc.jar"
+# TLC's exit status when tlasim's loader could not read the trace data
+# (tlasim.TraceData.LOAD_FAILED): a failure of the batch, not of a trace.
+LOAD_FAILED = 97
 
 
 def java_source_digest() -> str:
@@ -403,6 +407,10 @@ def run_tlc(
     """
     java = find_java()
     jar = find_tla2tools()
+    # Java skips a class path entry that is not there without a word.
+    for extra in classpath:
+        if not Path(extra).is_file():
+            raise ToolNotFound(f"{extra} is missing: reinstall tlasim (or run `make java`)")
     module = Path(module).resolve()
     config = Path(config).resolve()
     if not module.is_file():

@@ -51,7 +51,7 @@ from tracing.codec import Trace
 from tracing.tla.binary import PreparedTrace, trace_blob, trace_logs_of
 from tracing.tla.literal import to_tla
 from tracing.tla.speccheck import TraceSpec, load_trace_spec
-from tracing.tla.tlc import EC, JAVA_SOURCES, TLASIM_JAR, TLCResult, run_tlc
+from tracing.tla.tlc import EC, JAVA_SOURCES, LOAD_FAILED, TLASIM_JAR, TLCResult, run_tlc
 from tracing.tla.trace_module import (
     GENERATED,
     LINE_VAR,
@@ -198,6 +198,12 @@ def _run_batch(
     for item in batch:
         item.seconds += share
     codes = result.codes()
+    if result.exit_code == LOAD_FAILED:
+        said = [line for line in result.output.splitlines() if line.startswith("tlasim: ")]
+        raise TLCError(
+            "TLC could not read the batch's trace data: "
+            + (said[-1].removeprefix("tlasim: ") if said else result.output[-2000:])
+        )
     if result.outcome == "ok":
         furthest = parse_end_marks(result.plain_output)
         if ends_only:

@@ -19,7 +19,6 @@ import tlc2.value.impl.SetEnumValue;
 import tlc2.value.impl.StringValue;
 import tlc2.value.impl.TupleValue;
 import tlc2.value.impl.Value;
-import util.Assert;
 import util.UniqueString;
 
 /**
@@ -55,6 +54,11 @@ public final class TraceData {
     // Nesting the writer never exceeds (tracing.values.MAX_DEPTH, plus the
     // levels of the trace, line and record that hold a value).
     static final int MAX_DEPTH = 110;
+    // The exit status of a TLC that could not read its trace data. Not an
+    // evaluation error, which would give the batch's traces verdicts: the
+    // batch could not be checked at all, which only an exit status (not any
+    // text a trace could hold) tells tlasim.
+    public static final int LOAD_FAILED = 97;
 
     private TraceData() {
     }
@@ -62,7 +66,7 @@ public final class TraceData {
     @TLAPlusOperator(identifier = "TlasimLoad", module = "TlasimIO", minLevel = 0)
     public static Value load(final Value name) {
         if (!(name instanceof StringValue)) {
-            Assert.fail("TlasimLoad: the argument must be a file name (a string), not " + name);
+            fail("TlasimLoad: the argument must be a file name (a string), not " + name);
         }
         final String file = ((StringValue) name).getVal().toString();
         File path = new File(file);
@@ -80,9 +84,16 @@ public final class TraceData {
             }
             return value;
         } catch (IOException e) {
-            Assert.fail("TlasimLoad: cannot read " + path + ": " + e.getMessage());
-            return null; // not reached: Assert.fail throws
+            fail("cannot read " + path + ": " + e.getMessage());
+            return null; // not reached
         }
+    }
+
+    private static void fail(final String message) {
+        System.err.println("tlasim: " + message);
+        System.err.flush();
+        // halt, not exit: no shutdown hook may print TLC's own report after this.
+        Runtime.getRuntime().halt(LOAD_FAILED);
     }
 
     static final class Reader {
