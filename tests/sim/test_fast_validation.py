@@ -1,0 +1,180 @@
+"""The validator's two methods give the same verdict for every trace.
+
+`method="fast"` (binary values read by tlasim's TLC override, a first TLC run
+that prints only the traces reaching their end, a second for the others) and
+`method="reference"` (every value as TLA+ text, one run) must agree on each
+trace of a corpus that mixes simulation runs, mutations and bug variants:
+accepted or not, and if not, the line, the step, the action and the reason.
+
+The corpora are built once per module with a fixed seed, so a mismatch
+reproduces: `tlasim corpus PROTOCOL --count N --seed 8128 [--partial]`.
+TLASIM_EQUALITY_TRACES scales the traces per corpus (default 60); a note that
+compares the methods at scale runs it at a few hundred.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sim.corpus import CorpusOptions, build_corpus
+from tracing.validation.explain import Divergence
+from tracing.validation.validator import Verdict, validate_traces
+from tracing.values import Record
+
+pytestmark = pytest.mark.slow
+
+TRACES = int(os.environ.get("TLASIM_EQUALITY_TRACES", "60"))
+CORPUS_SEED = 8128
+# (protocol, partial): every protocol, and partial logs on one.
+CORPORA = [("twopc", False), ("shardsplit", False), ("snapshot", False), ("twopc", True)]
+_SECONDS = re.compile(r"TLC(?: time:)? \d+(?:\.\d+)? s")
+_SHOWN_MISMATCHES = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Compared:
+    protocol: str
+    partial: bool
+    manifest: dict[str, Any]
+    files: list[Path]
+    fast: list[Verdict]
+    reference: list[Verdict]
+
+
+@pytest.fixture(scope="module", params=CORPORA, ids=lambda c: f"{c[0]}{'-partial' if c[1] else ''}")
+def compared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Compared:
+    protocol, partial = request.param
+    out = tmp_path_factory.mktemp(f"corpus-{protocol}") / "corpus"
+    manifest = build_corpus(
+        CorpusOptions(protocol, TRACES, seed=CORPUS_SEED, invalid_ratio=0.5, partial=partial),
+        out,
+        jobs=2,
+    )
+    files = [out / entry["file"] for entry in manifest["files"]]
+    fast = validate_traces(files, explain=False, jobs=2, method="fast")
+    reference = validate_traces(files, explain=False, jobs=2, method="reference")
+    return Compared(protocol, partial, manifest, files, fast, reference)
+
+
+def _without_seconds(text: str) -> str:
+    # Summaries hold no TLC time today; reports do, and it differs by method.
+    return _SECONDS.sub("TLC _ s", text)
+
+
+def differences(fast: Verdict, reference: Verdict) -> list[str]:
+    """What differs between two verdicts on one trace, each as `field: fast != reference`."""
+    pairs: list[tuple[str, Any, Any]] = [
+        ("accepted", fast.accepted, reference.accepted),
+        ("path", fast.path, reference.path),
+        ("steps", fast.steps, reference.steps),
+        ("spec", fast.spec, reference.spec),
+        ("error", fast.error, reference.error),
+        ("summary", _without_seconds(fast.summary()), _without_seconds(reference.summary())),
+        ("ran TLC", fast.tlc_seconds > 0, reference.tlc_seconds > 0),
+    ]
+    a, b = fast.divergence, reference.divergence
+    pairs.append(("divergence", a is None, b is None))
+    if a is not None and b is not None:
+        pairs += [
+            ("line", a.line, b.line),
+            ("step", a.step, b.step),
+            ("action", a.action, b.action),
+            ("reason", a.reason, b.reason),
+            ("message", a.message, b.message),
+            ("params", a.params, b.params),
+            ("last_line", a.last_line, b.last_line),
+            ("variables", a.variables, b.variables),
+            # TLC's own words name positions in the generated modules, which
+            # differ by method: only whether TLC raised an error must agree.
+            ("tlc_error given", a.tlc_error is not None, b.tlc_error is not None),
+            ("divergence (but TLC's words)", replace(a, tlc_error=None),
+             replace(b, tlc_error=None)),
+        ]
+        if a.tlc_error is None and b.tlc_error is None:
+            pairs.append(("report", _without_seconds(fast.report()),
+                          _without_seconds(reference.report())))
+    return [f"{name}: {x!r} != {y!r}" for name, x, y in pairs if x != y]
+
+
+def counts(verdicts: list[Verdict]) -> Counter[str]:
+    """Verdicts by kind: accepted, rejected by reason, or not checked."""
+    kinds: Counter[str] = Counter()
+    for v in verdicts:
+        if v.error is not None:
+            kinds["not checked"] += 1
+        elif v.divergence is None:
+            kinds["accepted"] += 1
+        else:
+            kinds[f"rejected: {v.divergence.reason}"] += 1
+    return kinds
+
+
+def test_fast_and_reference_methods_give_identical_verdicts_on_every_trace(
+    compared: Compared,
+) -> None:
+    assert len(compared.fast) == len(compared.reference) == len(compared.files) == TRACES
+    mismatches = []
+    for path, fast, reference in zip(
+        compared.files, compared.fast, compared.reference, strict=True
+    ):
+        found = differences(fast, reference)
+        if found:
+            mismatches.append(f"{path.name}:\n    " + "\n    ".join(found))
+    kinds = counts(compared.fast)
+    print(f"\n{compared.protocol}{' (partial)' if compared.partial else ''}: "
+          f"{len(compared.files)} traces, {dict(sorted(kinds.items()))}, "
+          f"{len(mismatches)} mismatches")
+    assert not mismatches, (
+        f"{len(mismatches)} of {len(compared.files)} traces got different verdicts "
+        f"(corpus seed {CORPUS_SEED}):\n" + "\n".join(mismatches[:_SHOWN_MISMATCHES])
+    )
+
+
+def test_corpus_gives_both_methods_accepted_and_rejected_traces_to_agree_on(
+    compared: Compared,
+) -> None:
+    # Identical verdicts mean little if every trace was accepted, or every
+    # one refused before TLC.
+    kinds = counts(compared.reference)
+    assert kinds["accepted"] > 0
+    assert sum(n for kind, n in kinds.items() if kind.startswith("rejected")) > 0
+    assert kinds["not checked"] == 0
+    # Rejections that only TLC could find, at a line after the first.
+    assert any(
+        v.divergence is not None and v.divergence.step > 1 and v.tlc_seconds > 0
+        for v in compared.reference
+    )
+    entries = compared.manifest["files"]
+    assert {e["kind"] for e in entries} >= {"simulation", "mutation"}
+    if compared.partial:
+        assert any(e["partial"] for e in entries)
+
+
+def test_corpus_labels_are_the_reference_verdicts(compared: Compared) -> None:
+    # The corpus was labelled with the default method, "fast", in chunks:
+    # its labels and first bad lines must be the reference method's too.
+    for entry, reference in zip(compared.manifest["files"], compared.reference, strict=True):
+        line = reference.divergence.line if reference.divergence else None
+        assert (entry["label"] == "valid", entry["first_bad_line"]) == (
+            reference.accepted, line
+        ), entry["file"]
+
+
+def test_differences_sees_a_changed_line_reason_or_acceptance() -> None:
+    # No TLC: the comparison itself must catch what the methods could get wrong.
+    rejected = Verdict(Path("t.ndjson"), False, 9, Divergence(
+        5, 4, "TMCommit", Record({"tx": "t1"}), "step", "no step of the spec explains this line."
+    ), 1.5, "TwoPhaseCommitMsg")
+    assert differences(rejected, replace(rejected, tlc_seconds=0.5)) == []
+    assert differences(rejected, replace(rejected, accepted=True, divergence=None))
+    for change in ({"line": 6}, {"step": 5}, {"reason": "init"}, {"action": "TMAbort"}):
+        assert rejected.divergence is not None
+        other = replace(rejected, divergence=replace(rejected.divergence, **change))
+        assert differences(rejected, other), change
