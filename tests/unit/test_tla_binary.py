@@ -484,15 +484,6 @@ def test_recorder_prepares_values_at_the_edges_of_what_tlc_holds() -> None:
     assert (prepared.steps, prepared.first_action, prepared.later_actions) == (4, "Init", {"Step"})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bug: TLCRecorder.header only freezes the constants (freeze allows 64-bit ints and any "
-        "string), so a constant TLC cannot hold gives a PreparedTrace; CheckSession.submit then "
-        "raises TraceFormatError from to_tla(constants) instead of the run getting its verdict "
-        "or error from the validator on its log, as the recorder's docstring promises"
-    ),
-)
 @pytest.mark.parametrize(("value", "named"), UNHOLDABLE)
 def test_recorder_refuses_a_constant_tlc_cannot_hold(value: Any, named: str) -> None:
     recorder = _recorder_with_header({"RM": value})
@@ -655,16 +646,8 @@ def test_java_loader_stops_tlc_naming_the_malformed_byte(
     assert what in said.group(1)
 
 
-MALFORMED_IS_A_VERDICT = (
-    "bug: the loader's error reaches TLC after 'Computing initial states' (EC 2189), so "
-    "tlc_batch._run_batch takes it for an evaluation error in Init: a lone trace gets a "
-    "verdict (rejected at step 1, reason eval_error; a batch is halved until every trace is "
-    "rejected so), and TLCResult.error_text drops the loader's message (EC 2154, severity 0, "
-    "nested in EC 1000), so 'malformed trace data' is said nowhere"
-)
 
 
-@pytest.mark.xfail(strict=True, reason=MALFORMED_IS_A_VERDICT)
 @pytest.mark.parametrize("name", CORRUPTIONS)
 def test_malformed_trace_data_fails_validation_with_a_clear_error_not_a_verdict(
     name: str, corrupt_runs: dict[str, CorruptRun]
@@ -674,7 +657,6 @@ def test_malformed_trace_data_fails_validation_with_a_clear_error_not_a_verdict(
     assert run.error is not None and "malformed trace data" in str(run.error)
 
 
-@pytest.mark.xfail(strict=True, reason=MALFORMED_IS_A_VERDICT)
 def test_malformed_trace_data_with_keep_going_is_an_error_verdict(
     corrupt_runs: dict[str, CorruptRun],
 ) -> None:
