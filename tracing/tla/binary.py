@@ -106,18 +106,20 @@ class _Refused(Exception):
 class TraceBlobWriter:
     """Encodes one trace, a step at a time, into its element of `TraceLogs`.
 
-    `persistent`: the caller promises that no container it passes is ever
-    changed afterwards (the simulator's spec variables are such snapshots,
-    protocols/specstate.py), so any container met again, the very object,
-    is the same value and is named rather than written again. Without it,
-    only containers that cannot change (tuples, frozensets, hashable
-    mappings, holding only such) are.
+    `persistent`: the caller promises that no container in a step's `vars`
+    is ever changed afterwards (the simulator's spec variables are such
+    snapshots, see `Simulation.spec_vars`), so any container met again, the
+    very object, is the same value and is named rather than written again:
+    a variable a step left alone costs a reference. Without it, and always
+    for params, only containers that cannot change (tuples, frozensets,
+    hashable mappings, holding only such) are.
     """
 
     def __init__(self, *, persistent: bool = False) -> None:
         self._out = bytearray()
         self._steps = 0
         self._persistent = persistent
+        self._trusting = False  # writing vars, under `persistent`
         # Containers by identity (each kept alive, so its id stays its own),
         # strings by value: each the number of its `D`.
         self._shared: dict[int, tuple[Any, int]] = {}
@@ -146,10 +148,13 @@ class TraceBlobWriter:
             self._value(params, 0)
             out += b"\x00\x00\x00\x04vars"
             where = "vars"
+            self._trusting = self._persistent
             self._function(vars, 0)
         except _Refused as exc:
             del out[mark:]
             raise exc.error(where) from None
+        finally:
+            self._trusting = False
         self._steps += 1
 
     def blob(self) -> bytes:
@@ -199,7 +204,7 @@ class TraceBlobWriter:
         out += b"D"
         number = self._defined
         self._defined += 1
-        if self._compound(v, t, depth + 1) or self._persistent:
+        if self._compound(v, t, depth + 1) or self._trusting:
             self._shared[id(v)] = (v, number)
             return True
         return False
