@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 
 from sim.corpus import CorpusOptions, build_corpus
+from sim.run.runner import run_seed
+from tracing.codec import Trace, read_trace, write_trace
 from tracing.validation.explain import Divergence
 from tracing.validation.validator import Verdict, validate_traces
 from tracing.values import Record
@@ -178,3 +180,83 @@ def test_differences_sees_a_changed_line_reason_or_acceptance() -> None:
         assert rejected.divergence is not None
         other = replace(rejected, divergence=replace(rejected.divergence, **change))
         assert differences(rejected, other), change
+
+
+# --- every reason, from traces made by hand -------------------------------------
+
+
+def _with_step(trace: Trace, index: int, **change: Any) -> Trace:
+    steps = list(trace.steps)
+    steps[index] = replace(steps[index], **change)
+    return replace(trace, steps=tuple(steps))
+
+
+def _with_var(trace: Trace, index: int, name: str, value: Any) -> Trace:
+    step = trace.steps[index]
+    return _with_step(trace, index, vars=Record({**step.vars, name: value}))
+
+
+def _hand_made(folder: Path) -> dict[str, Trace]:
+    base = []
+    for seed in (1, 2):
+        path = folder / f"base-{seed}.ndjson"
+        run_seed("twopc", seed, trace_path=path)
+        base.append(read_trace(path))
+    one = base[0]
+    without_msgs = Record({k: v for k, v in one.steps[4].vars.items() if k != "msgs"})
+    return {
+        "valid-1": one,
+        "valid-2": base[1],
+        "init-values": _with_var(one, 0, "tmUp", False),
+        # TLC cannot compare an integer with TRUE: an error in Init, which
+        # names no trace, so the batch is halved down to this one.
+        "init-eval-error": _with_var(one, 0, "tmUp", 7),
+        # The same at a later line: TLC's error trace names the trace.
+        "step-eval-error": _with_var(one, 3, "tmUp", "yes"),
+        "step-values": _with_var(base[1], 3, "tmUp", False),
+        "unknown-action": _with_step(one, 4, action="TMFly"),
+        "first-not-init": replace(one, steps=one.steps[1:]),
+        "extra-variable": _with_var(one, 1, "ghost", 1),
+        "unholdable": _with_var(one, 1, "tmUp", 2**31),
+        "action-omitted": _with_step(base[1], 4, action=None),
+        "partial-line": _with_step(one, 4, vars=without_msgs),
+    }
+
+
+def test_fast_and_reference_agree_on_hand_made_traces_of_every_reason(tmp_path: Path) -> None:
+    files = []
+    for name, trace in _hand_made(tmp_path).items():
+        path = tmp_path / f"{name}.ndjson"
+        write_trace(trace, path, "ndjson")
+        files.append(path)
+    # One job: one batch holds every trace, so the error in Init halves it
+    # with valid and rejected traces beside the culprit.
+    fast, reference = (
+        validate_traces(files, explain=False, jobs=1, keep_going=True, method=method)
+        for method in ("fast", "reference")
+    )
+    mismatches = {
+        path.name: found
+        for path, a, b in zip(files, fast, reference, strict=True)
+        if (found := differences(a, b))
+    }
+    assert not mismatches
+    by_name = {path.stem: v for path, v in zip(files, reference, strict=True)}
+    reasons = {
+        name: (v.divergence.reason if v.divergence else "not checked" if v.error else "accepted")
+        for name, v in by_name.items()
+    }
+    assert reasons == {
+        "valid-1": "accepted",
+        "valid-2": "accepted",
+        "init-values": "init",
+        "init-eval-error": "eval_error",
+        "step-eval-error": "eval_error",
+        "step-values": "step",
+        "unknown-action": "unknown_action",
+        "first-not-init": "first_action",
+        "extra-variable": "variables",
+        "unholdable": "not checked",
+        "action-omitted": "accepted",
+        "partial-line": "accepted",
+    }
