@@ -35,7 +35,7 @@ import util.UniqueString;
  * {..}, each normalized as TLC normalizes them, so every comparison and
  * fingerprint is TLC's own.
  *
- * The format (tracing/tla/trace_binary.py writes it; all integers
+ * The format (tracing/tla/binary.py writes it; all integers
  * big-endian): the magic bytes "TLSM", a version byte, then one value. A
  * value is a tag byte and its payload:
  *   'F' FALSE, 'T' TRUE, 'I' int32, 'S' string (u32 length, UTF-8 bytes),
