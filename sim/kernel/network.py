@@ -46,6 +46,11 @@ class Network:
         self._spec_record = spec_record
         # The spec's `msgs` bag, kept up to date as copies enter and leave.
         self.in_flight: Counter[Hashable] = Counter()
+        # payload -> the message's spec record. The receiver decodes the
+        # message from exactly these bytes, so equal payloads are equal
+        # messages with equal records; resends and retries, about half of all
+        # sends, reuse the record instead of freezing the message again.
+        self._records: dict[bytes, Hashable] = {}
         self.sent = 0
         self.delivered = 0
         self.lost = 0
@@ -64,7 +69,10 @@ class Network:
         in its own trace step, after the step that sent the original.
         """
         payload = msgpack.packb(self._encode(msg), use_bin_type=True)
-        entry = InFlight(src, dst, payload, self._spec_record(msg))
+        record = self._records.get(payload)
+        if record is None:
+            record = self._records[payload] = self._spec_record(msg)
+        entry = InFlight(src, dst, payload, record)
         self.sent += 1
         self._put(now, entry, arrive)
         if self.injector.duplicate_on_send(now, src, dst):
