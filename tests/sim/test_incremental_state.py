@@ -1,10 +1,11 @@
 """What the kernel and the oracles keep between steps never goes stale.
 
 The kernel updates the refinement mapping's inputs only for the hosts a step
-changed, the network reuses a message's spec record for an equal payload,
-and the oracles skip a check whose inputs equal those it last passed with.
-Each is checked here at every step of many seeds, failing ones included,
-against what a full recomputation gives.
+changed (in place, so the variables of an earlier step must not hold them),
+the network reuses a message's spec record for an equal payload, and the
+oracles skip a check whose inputs equal those it last passed with. Each is
+checked here at every step of many seeds, failing ones included, against
+what a full recomputation gives.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ class CrossChecked:
         self.reference: Any = sim.protocol.make_oracle(sim.config)
         self.chunk_acks: set[tuple[int, str]] = set()
         self.steps = 0
+        # The last step's variables as given and as encoded then: oracles keep
+        # them, so nothing may change them afterwards.
+        self.last: tuple[Mapping[str, Any], str] | None = None
 
     def full_spec_vars(self) -> dict[str, Any]:
         hosts = self.sim.hosts.values()
@@ -47,7 +51,11 @@ class CrossChecked:
 
     def check_step(self, spec_vars: Mapping[str, Any], step: StepInfo) -> None:
         self.steps += 1
-        assert canonical_json(spec_vars) == canonical_json(self.full_spec_vars()), step
+        if self.last is not None:
+            assert canonical_json(self.last[0]) == self.last[1], "a step changed the last one's"
+        encoded = canonical_json(spec_vars)
+        assert encoded == canonical_json(self.full_spec_vars()), step
+        self.last = (spec_vars, encoded)
         self.reference._passed.clear()
         expected = _verdict(self.reference, spec_vars, step)
         verdict = _verdict(self.oracle, spec_vars, step)
