@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Mapping
+import weakref
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,15 @@ NET_NODE = "net"
 OUTCOME_OK = "ok"
 OUTCOME_SAFETY = "safety"
 OUTCOME_LIVENESS = "liveness"
+
+# protocol -> payload -> the message's spec record, shared by every run in this
+# process. A record depends on the message alone, and runs of one protocol
+# send mostly the same messages (seeds 0-999 send 210,824 snapshot messages,
+# 5,029 of them distinct; 63,250 two-phase commit messages, 75 distinct), so
+# each is frozen once instead of at every send.
+_MESSAGE_RECORDS: weakref.WeakKeyDictionary[ProtocolDefinition, dict[bytes, Hashable]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 @dataclass(slots=True)
@@ -124,6 +134,7 @@ class Simulation:
             self._schedule,
             protocol.encode_message,
             lambda msg: Record(protocol.message_record(msg)),
+            _MESSAGE_RECORDS.setdefault(protocol, {}),
         )
         self.hosts: dict[str, NodeHost] = {
             node_id: NodeHost(node_id, protocol.make_core(self.config, node_id))

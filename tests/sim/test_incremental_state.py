@@ -81,10 +81,14 @@ def _verdict(oracle: Any, spec_vars: Mapping[str, Any], step: StepInfo) -> str |
 
 
 class CheckedRecords(dict[bytes, Any]):
-    """The network's record cache, checking every reuse against a fresh record."""
+    """The network's record cache, checking every reuse against a fresh record.
+
+    It replaces the cache for one run, starting from what the runs before
+    left in it."""
 
     def __init__(self, network: Network) -> None:
-        super().__init__()
+        # Records kept from earlier runs are checked when reused, too.
+        super().__init__(network._records)
         self.spec_record = network._spec_record
         self.sent: Any = None
         self.reuses = 0
