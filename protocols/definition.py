@@ -70,7 +70,9 @@ class Oracle(Protocol):
 
         `step` is the step that led to `spec_vars`; an oracle that checks a
         history (such as linearizability of client operations) reads the
-        operations from the steps' params.
+        operations from the steps' params. Nothing changes `spec_vars` or its
+        values after the call, so an oracle may keep them to compare with a
+        later step's (and skip a check whose inputs did not change).
         """
         ...
 
@@ -143,6 +145,8 @@ class ProtocolDefinition(Protocol):
         the spec record of each message in flight (see `message_record`) with
         its copy count. Log and message records arrive as hashable, immutable
         mappings, so they can be set elements and function keys as they are.
+        The simulator updates these four mappings in place from one step to
+        the next, so the result must not hold them, only values read from them.
         """
         ...
 

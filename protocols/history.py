@@ -52,6 +52,9 @@ class ClientHistory:
         self.acked_writes: dict[str, Op] = {}  # label -> the completed write
         # key -> (the latest invocation tick among acknowledged writes, that write's label)
         self.acked_floor: dict[str, tuple[int, str]] = {}
+        # How many writes were acknowledged: it changes whenever `acked_writes`
+        # or `acked_floor` does, so an oracle can tell that they did not.
+        self.writes_acked = 0
 
     def observe(self, step: StepInfo) -> None:
         if step.action == "ClientInvoke":
@@ -79,6 +82,7 @@ class ClientHistory:
             op = Op(client, "write", key, f"{client}.{n}", invoke, step.tick, (client, n))
             self.ops[index] = op
             self.acked_writes[op.value] = op
+            self.writes_acked += 1
             floor = self.acked_floor.get(key)
             if floor is None or invoke > floor[0]:
                 self.acked_floor[key] = (invoke, op.value)

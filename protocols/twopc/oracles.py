@@ -23,12 +23,21 @@ class TwoPCOracle:
         self.rms = rms
         # The first decision seen for each (node, tx): durability means it never changes.
         self._decided: dict[tuple[str, str], str] = {}
+        # tx -> the TM's state and the RMs' states of tx when they last passed.
+        # Every check of a transaction reads only these (and `_decided`, which
+        # only a state not seen before can change), so a transaction whose
+        # states equal the last ones that passed passes again: most steps
+        # touch one transaction, or none.
+        self._passed: dict[str, tuple[str, Mapping[str, str]]] = {}
 
     def check_step(self, spec_vars: Mapping[str, Any], step: StepInfo | None = None) -> None:
         tm_state = spec_vars["tmState"]
         rm_state = spec_vars["rmState"]
         for tx in self.txs:
             states = rm_state[tx]
+            checked = (tm_state[tx], states)
+            if checked == self._passed.get(tx):
+                continue
             # Durability first: a lost decision is the root cause of the
             # agreement failure it then shows as.
             self._check_durable("tm", tx, tm_state[tx])
@@ -52,6 +61,7 @@ class TwoPCOracle:
                     f"agreement: {tx} is aborted at {', '.join(aborted)} "
                     f"but the TM's decision is committed"
                 )
+            self._passed[tx] = checked
 
     def _check_durable(self, node: str, tx: str, state: str) -> None:
         if state not in DECIDED:

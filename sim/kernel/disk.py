@@ -9,11 +9,16 @@ from tracing.values import Record
 
 
 class Disk:
-    __slots__ = ("_records", "_synced")
+    __slots__ = ("_records", "_synced", "_synced_records")
 
     def __init__(self) -> None:
         self._records: list[Record] = []
         self._synced = 0  # how many leading records are durable
+        # The durable prefix as one tuple, kept while it stays the same: the
+        # refinement mapping reads it at every step of the node, and a
+        # changed tuple (not the same object) is how the kernel tells that
+        # the durable log changed.
+        self._synced_records: tuple[Record, ...] = ()
 
     def persist(self, record: Mapping[str, Any], sync: bool) -> None:
         # Records are frozen so the core can never mutate what is "on disk",
@@ -22,9 +27,10 @@ class Disk:
         if sync:
             # fsync flushes the whole file: every earlier record becomes durable too.
             self._synced = len(self._records)
+            self._synced_records = tuple(self._records)
 
     def synced(self) -> tuple[Record, ...]:
-        return tuple(self._records[: self._synced])
+        return self._synced_records
 
     def crash(self) -> int:
         """Lose every unsynced record; return how many were lost."""

@@ -22,11 +22,16 @@ class ArmedCrash:
 
 
 class FaultInjector:
-    __slots__ = ("_streams", "armed", "plan")
+    __slots__ = ("_by_kind", "armed", "plan")
 
     def __init__(self, plan: FaultPlan) -> None:
         self.plan = plan
-        self._streams = [random.Random(w.seed) for w in plan.windows]
+        # Each window with its own stream, grouped by kind: every send and
+        # delivery asks about one kind, and a window of another kind never
+        # draws, so a hook looks only at the windows that may fire.
+        self._by_kind: dict[str, list[tuple[Window, random.Random]]] = {}
+        for window in plan.windows:
+            self._by_kind.setdefault(window.kind, []).append((window, random.Random(window.seed)))
         # node -> crashes that strike after that node's next steps
         self.armed: dict[str, list[ArmedCrash]] = {}
 
@@ -60,10 +65,9 @@ class FaultInjector:
 
     def _hits(self, kind: str, now: int, src: str, dst: str) -> list[tuple[Window, random.Random]]:
         hits = []
-        for window, stream in zip(self.plan.windows, self._streams, strict=True):
+        for window, stream in self._by_kind.get(kind, ()):
             if (
-                window.kind == kind
-                and window.start <= now < window.end
+                window.start <= now < window.end
                 and window.covers(src, dst)
                 and stream.random() < window.probability
             ):

@@ -19,6 +19,10 @@ import msgpack
 from sim.kernel.injector import FaultInjector
 from sim.kernel.options import NetworkOptions
 
+# At most this many message records are kept (see Network): ten times the
+# distinct messages of a thousand runs of any protocol here.
+RECORDS_KEPT = 1 << 16
+
 
 @dataclass(slots=True)
 class InFlight:
@@ -37,6 +41,7 @@ class Network:
         schedule: Callable[[int, Callable[[], None]], None],
         encode: Callable[[Any], Any],
         spec_record: Callable[[Any], Hashable],
+        records: dict[bytes, Hashable] | None = None,
     ) -> None:
         self.options = options
         self.rng = rng
@@ -46,6 +51,12 @@ class Network:
         self._spec_record = spec_record
         # The spec's `msgs` bag, kept up to date as copies enter and leave.
         self.in_flight: Counter[Hashable] = Counter()
+        # payload -> the message's spec record. The receiver decodes the
+        # message from exactly these bytes, so equal payloads are equal
+        # messages with equal records, and a message sent again (a resend, a
+        # retry, or the same message in another run of the protocol, when the
+        # caller shares this cache between runs) reuses its frozen record.
+        self._records: dict[bytes, Hashable] = {} if records is None else records
         self.sent = 0
         self.delivered = 0
         self.lost = 0
@@ -64,7 +75,12 @@ class Network:
         in its own trace step, after the step that sent the original.
         """
         payload = msgpack.packb(self._encode(msg), use_bin_type=True)
-        entry = InFlight(src, dst, payload, self._spec_record(msg))
+        record = self._records.get(payload)
+        if record is None:
+            if len(self._records) >= RECORDS_KEPT:
+                self._records.clear()
+            record = self._records[payload] = self._spec_record(msg)
+        entry = InFlight(src, dst, payload, record)
         self.sent += 1
         self._put(now, entry, arrive)
         if self.injector.duplicate_on_send(now, src, dst):

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Mapping
+import weakref
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,15 @@ NET_NODE = "net"
 OUTCOME_OK = "ok"
 OUTCOME_SAFETY = "safety"
 OUTCOME_LIVENESS = "liveness"
+
+# protocol -> payload -> the message's spec record, shared by every run in this
+# process. A record depends on the message alone, and runs of one protocol
+# send mostly the same messages (seeds 0-999 send 210,824 snapshot messages,
+# 5,029 of them distinct; 63,250 two-phase commit messages, 75 distinct), so
+# each is frozen once instead of at every send.
+_MESSAGE_RECORDS: weakref.WeakKeyDictionary[ProtocolDefinition, dict[bytes, Hashable]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 @dataclass(slots=True)
@@ -124,6 +134,7 @@ class Simulation:
             self._schedule,
             protocol.encode_message,
             lambda msg: Record(protocol.message_record(msg)),
+            _MESSAGE_RECORDS.setdefault(protocol, {}),
         )
         self.hosts: dict[str, NodeHost] = {
             node_id: NodeHost(node_id, protocol.make_core(self.config, node_id))
@@ -134,6 +145,14 @@ class Simulation:
         self.stats = RunStats()
         self._timer_generation = itertools.count()
         self._last_vars: Mapping[str, Any] = {}
+        # The refinement mapping's inputs, one entry per node. A step changes
+        # at most the stepping node's entries (and the network), so rather
+        # than gathering every node's view, log and liveness at each step,
+        # the kernel updates the entries of the hosts it marked changed.
+        self._views: dict[str, Mapping[str, Any]] = {}
+        self._logs: dict[str, tuple[Record, ...]] = {}
+        self._up: dict[str, bool] = {}
+        self._changed: list[NodeHost] = list(self.hosts.values())
 
     # ---- scheduling ----
 
@@ -205,26 +224,30 @@ class Simulation:
     # ---- steps ----
 
     def spec_vars(self) -> dict[str, Any]:
-        hosts = self.hosts.values()
+        for host in self._changed:
+            node_id = host.node_id
+            self._views[node_id] = host.view
+            self._logs[node_id] = host.disk.synced()
+            self._up[node_id] = host.up
+        self._changed.clear()
         return self.protocol.spec_vars(
-            self.config,
-            {h.node_id: h.view for h in hosts},
-            {h.node_id: h.disk.synced() for h in hosts},
-            {h.node_id: h.up for h in hosts},
-            self.network.in_flight,
+            self.config, self._views, self._logs, self._up, self.network.in_flight
         )
 
     def _record(self, node: str | None, action: str, params: Mapping[str, Any]) -> None:
         spec_vars = self.spec_vars()
+        now = self.now
         self.stats.steps += 1
-        self.stats.last_tick = self.now
+        self.stats.last_tick = now
         if self.emitter is not None:
-            self.emitter.step(ts=self.now, node=node, action=action, params=params, vars=spec_vars)
+            self.emitter.step(ts=now, node=node, action=action, params=params, vars=spec_vars)
         self._last_vars = spec_vars
-        self.oracle.check_step(spec_vars, StepInfo(self.now, node, action, params))
+        self.oracle.check_step(spec_vars, StepInfo(now, node, action, params))
 
     def _dispatch(self, host: NodeHost, event: Input) -> None:
-        effects = host.live_core().handle(self.now, event)
+        # Virtual time stands still while one input's effects are carried out.
+        now = self.now
+        effects = host.live_core().handle(now, event)
         if isinstance(event, Receive | Recover) and not any(
             isinstance(e, Trace) for e in effects
         ):
@@ -237,14 +260,15 @@ class Simulation:
             if not isinstance(effect, Trace):
                 pending.append(effect)
                 continue
-            duplicates = self._apply(host, pending)
+            duplicates = self._apply(host, pending, now)
             pending = []
             host.view = effect.view
+            self._changed.append(host)
             self._record(host.node_id, effect.action, effect.params)
             for copy in duplicates:
-                self.network.add_copy(self.now, copy, self._arrive)
+                self.network.add_copy(now, copy, self._arrive)
                 self._record(NET_NODE, self.protocol.net_duplicate_action, self._msg_params(copy))
-            crash = self.injector.crash_after_step(host.node_id, self.now)
+            crash = self.injector.crash_after_step(host.node_id, now)
             if crash is not None:
                 self._crash(host, crash)
                 return
@@ -253,15 +277,13 @@ class Simulation:
                 f"{host.node_id} returned {pending!r} after its last trace step; "
                 "a send or persist must belong to a traced step"
             )
-        self._apply(host, pending)
+        self._apply(host, pending, now)
 
-    def _apply(self, host: NodeHost, effects: list[Effect]) -> list[InFlight]:
+    def _apply(self, host: NodeHost, effects: list[Effect], now: int) -> list[InFlight]:
         duplicates = []
         for effect in effects:
             if isinstance(effect, Send):
-                copy = self.network.send(
-                    self.now, host.node_id, effect.dst, effect.msg, self._arrive
-                )
+                copy = self.network.send(now, host.node_id, effect.dst, effect.msg, self._arrive)
                 if copy is not None:
                     duplicates.append(copy)
             elif isinstance(effect, Persist):
@@ -317,6 +339,7 @@ class Simulation:
         recovered = self.protocol.make_core(self.config, host.node_id)
         recovered.restore(host.disk.synced())
         host.view = recovered.view()
+        self._changed.append(host)
         action, params = self.protocol.crash_step(host.node_id)
         self._record(host.node_id, action, params)
         self._schedule(crash.restart_ticks, lambda: self._restart(host))
@@ -324,4 +347,5 @@ class Simulation:
     def _restart(self, host: NodeHost) -> None:
         host.core = self.protocol.make_core(self.config, host.node_id)
         host.up = True
+        self._changed.append(host)
         self._dispatch(host, Recover(host.disk.synced()))
