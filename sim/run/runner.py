@@ -161,7 +161,9 @@ def run_recorded(
     the recording, no prepared trace and why (such a run is checked from
     its log, written by a replay).
     """
-    recorder = TLCRecorder()
+    # The simulator never changes spec variables after their step (see
+    # `ProtocolDefinition.spec_vars`), so the recorder names a value it met before.
+    recorder = TLCRecorder(persistent=True)
     sim = build_simulation(
         protocol, seed, bug=bug, protocol_overrides=protocol_overrides, options=options,
         emitter=recorder,

@@ -32,6 +32,7 @@ a variable the step left alone) is written once and named after.
 
 from __future__ import annotations
 
+import marshal
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -120,6 +121,8 @@ class TraceBlobWriter:
         self._steps = 0
         self._persistent = persistent
         self._trusting = False  # writing vars, under `persistent`
+        # Per variable: its last value's marshal bytes and the number of its D.
+        self._last: dict[str, tuple[bytes, int]] = {}
         # Containers by identity (each kept alive, so its id stays its own),
         # strings by value: each the number of its `D`.
         self._shared: dict[int, tuple[Any, int]] = {}
@@ -149,13 +152,51 @@ class TraceBlobWriter:
             out += b"\x00\x00\x00\x04vars"
             where = "vars"
             self._trusting = self._persistent
-            self._function(vars, 0)
+            self._variables(vars)
         except _Refused as exc:
             del out[mark:]
             raise exc.error(where) from None
         finally:
             self._trusting = False
         self._steps += 1
+
+    def _variables(self, vars: Mapping[str, Any]) -> None:
+        """The line's variables, as a record. A variable whose value is the
+        one the line before logged is named, not written: marshal's bytes
+        (format 2: no references, so they depend on the values alone) tell,
+        for the values it takes, since they keep the types apart (TRUE from
+        1, a set from a tuple) that Python's == would merge."""
+        if not vars or not all(type(k) is str and self._field(k) for k in vars):
+            self._function(vars, 0)
+            return
+        out = self._out
+        out += b"R"
+        out += _U32.pack(len(vars))
+        last = self._last
+        for name, value in vars.items():
+            out += cast(bytes, self._field(name))
+            try:
+                key = marshal.dumps(value, 2)
+            except ValueError:  # a type marshal does not take: walk it
+                key = None
+            seen = last.get(name)
+            if key is not None and seen is not None and seen[0] == key:
+                out += b"P"
+                out += _U32.pack(seen[1])
+                continue
+            try:
+                if key is not None and value:
+                    out += b"D"
+                    last[name] = (key, self._defined)
+                    self._defined += 1
+                    self._compound(value, type(value), 1) if not isinstance(
+                        value, str | int
+                    ) else self._value(value, 0)
+                else:
+                    self._value(value, 0)
+            except _Refused as exc:
+                exc.path.append(f".{name}")
+                raise
 
     def blob(self) -> bytes:
         """The trace's bytes: the tuple of its lines."""
