@@ -14,9 +14,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/tlasim campaign twopc --seeds 1:51 --validate all
-	$(BIN)/tlasim campaign shardsplit --seeds 1:21 --validate all
-	$(BIN)/tlasim campaign snapshot --seeds 1:21 --validate all
+	$(BIN)/tlasim campaign twopc --seeds 1:301
+	$(BIN)/tlasim campaign shardsplit --seeds 1:101
+	$(BIN)/tlasim campaign snapshot --seeds 1:101
 
 # The whole suite; tests marked `slow` (fuzzing, TLC model checks, long
 # sweeps) run at the bounded counts CI can afford. test-quick leaves them out
