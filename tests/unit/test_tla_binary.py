@@ -369,17 +369,31 @@ def test_trace_logs_file_is_magic_version_and_each_trace_numbering_its_own_defin
 
 
 def test_trace_blob_writes_a_long_string_once_and_a_short_one_each_time() -> None:
+    # A short string in params is written each time; a variable whose value
+    # the line before logged is named, whatever it holds.
     long, short = "a-string-longer-than-eight-bytes", "short"
     steps = tuple(
         TraceStep(i + 1, i, i, None, "Init" if i == 0 else "Step",
-                  Record({"who": long}), Record({"x": long, "y": short}))
+                  Record({"who": long, "tag": short}), Record({"x": long, "y": short}))
         for i in range(3)
     )
     trace = Trace("t.ndjson", None, steps)
     blob = trace_blob(trace)
     assert blob.count(long.encode()) == 1
-    assert blob.count(short.encode()) == 3
+    assert blob.count(short.encode()) == 3 + 1
     assert decode_trace(blob) == expected_trace(trace)
+
+
+def test_a_variable_is_named_only_while_its_value_is_the_same_value() -> None:
+    # TRUE and 1 are equal in Python but not in TLA+: a variable that turns
+    # from one to the other is written again.
+    values = [1, True, True, 1, frozenset({1}), frozenset({True}), (1,), [1], {"a": 1}, {"a": True}]
+    steps = tuple(
+        TraceStep(i + 1, i, i, None, "Init" if i == 0 else "Step", Record(), Record({"x": x}))
+        for i, x in enumerate(values)
+    )
+    trace = Trace("t.ndjson", None, steps)
+    assert decode_trace(trace_blob(trace)) == expected_trace(trace)
 
 
 # --- b: the recorder encodes what the file would hold ------------------------------
