@@ -274,21 +274,13 @@ class TraceBlobWriter:
             out += b"Q"
             out += _U32.pack(len(v))
             for i, x in enumerate(v):
-                try:
-                    immutable &= self._value(x, depth)
-                except _Refused as exc:
-                    exc.path.append(f"[{i}]")
-                    raise
+                immutable &= self._at(x, depth, "[%d]", i)
             return immutable and t is tuple
         if t is frozenset or t is set:
             out += b"E"
             out += _U32.pack(len(v))
             for x in v:
-                try:
-                    immutable &= self._value(x, depth)
-                except _Refused as exc:
-                    exc.path.append("{element}")
-                    raise
+                immutable &= self._at(x, depth, "{element}", None)
             return immutable and t is frozenset
         if isinstance(v, Mapping):
             return self._function(v, depth) and _immutable(t)
@@ -321,26 +313,24 @@ class TraceBlobWriter:
             out += _U32.pack(len(m))
             for name, x in zip(cast("list[bytes]", fields), m.values(), strict=True):
                 out += name
-                try:
-                    immutable &= self._value(x, depth)
-                except _Refused as exc:
-                    exc.path.append(f".{name[4:].decode()}")
-                    raise
+                immutable &= self._at(x, depth, ".%s", name[4:])
             return immutable
         out += b"M"
         out += _U32.pack(len(m))
         for k, x in m.items():
-            try:
-                immutable &= self._value(k, depth)
-            except _Refused as exc:
-                exc.path.append("{key}")
-                raise
-            try:
-                immutable &= self._value(x, depth)
-            except _Refused as exc:
-                exc.path.append(f"[{k!r:.60}]")
-                raise
+            immutable &= self._at(k, depth, "{key}", None)
+            immutable &= self._at(x, depth, "[%.60r]", k)
         return immutable
+
+    def _at(self, x: Any, depth: int, segment: str, arg: Any) -> bool:
+        """`_value(x)`, naming `segment % arg` (or `segment`) on the path of a refusal;
+        formatted only then, since most values are written without one."""
+        try:
+            return self._value(x, depth)
+        except _Refused as exc:
+            part = arg.decode() if isinstance(arg, bytes) else arg
+            exc.path.append(segment if arg is None else segment % (part,))
+            raise
 
 
 _UNKNOWN = object()
