@@ -82,7 +82,7 @@ def test_sample_checks_every_failure_and_a_seeded_share_of_the_rest() -> None:
     assert 800 <= len(picked) <= 1200  # about one in four
     assert picked == [seed for seed in range(4000) if parse_validate_mode("sample:4").samples(seed)]
     assert all(parse_validate_mode("sample:1").samples(s) for s in range(50))
-    outcomes = run_campaign("twopc", range(0, 40), bug="abort-after-prepare",
+    outcomes = run_campaign("twopc", range(0, 24), bug="abort-after-prepare",
                             validate="sample:4", workers=1)
     assert any(o.outcome != "ok" and not mode.samples(o.seed) for o in outcomes)
     for o in outcomes:

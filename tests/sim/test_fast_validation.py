@@ -8,7 +8,7 @@ accepted or not, and if not, the line, the step, the action and the reason.
 
 The corpora are built once per module with a fixed seed, so a mismatch
 reproduces: `tlasim corpus PROTOCOL --count N --seed 8128 [--partial]`.
-TLASIM_EQUALITY_TRACES scales the traces per corpus (default 40); a note that
+TLASIM_EQUALITY_TRACES scales the traces per corpus (default 20); a note that
 compares the methods at scale runs it at a few hundred.
 """
 
@@ -32,7 +32,7 @@ from tracing.values import Record
 
 pytestmark = pytest.mark.slow
 
-TRACES = int(os.environ.get("TLASIM_EQUALITY_TRACES", "40"))
+TRACES = int(os.environ.get("TLASIM_EQUALITY_TRACES", "20"))
 CORPUS_SEED = 8128
 # (protocol, partial): every protocol, and partial logs on one.
 CORPORA = [("twopc", False), ("shardsplit", False), ("snapshot", False), ("twopc", True)]
