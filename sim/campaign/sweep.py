@@ -487,6 +487,10 @@ class _Checking:
         self._drain(block=False)
         # Back-pressure: while TLC is behind, stop taking the workers' batches.
         while self._session is not None and self._session.pending() > self._jobs:
+            if not self._by_seed:
+                # Every result is in; the batches still count while they tidy up.
+                self._session.wait()
+                break
             self._drain(block=True)
         self._finish_ready()
 
