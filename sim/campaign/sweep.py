@@ -209,10 +209,14 @@ def recheck_from_logs(
         paths = []
         for o in outcomes:
             path = Path(scratch) / f"{protocol}-{bug or 'correct'}-{o.seed}.{suffix}"
-            first = run_seed(protocol, o.seed, bug=bug, options=options,
-                             protocol_overrides=overrides).result
-            replay_traced(protocol, o.seed, first, path, bug=bug, options=options,
-                          protocol_overrides=overrides)
+            # One traced run: the recorded outcome is what the replay must match.
+            again = run_seed(protocol, o.seed, bug=bug, options=options,
+                             protocol_overrides=overrides, trace_path=path).result
+            if (again.outcome, again.failure) != (o.outcome, o.failure):
+                raise InternalError(
+                    f"{protocol} seed {o.seed} gave two different results: the simulator is "
+                    "not deterministic"
+                )
             paths.append(path)
         verdicts = validate_traces(paths, explain=False)
         checked = []

@@ -185,15 +185,12 @@ class TraceBlobWriter:
                 out += _U32.pack(seen[1])
                 continue
             try:
-                if key is not None and value:
+                if key is not None:
+                    # Defined here, so the next line can name it.
                     out += b"D"
                     last[name] = (key, self._defined)
                     self._defined += 1
-                    self._compound(value, type(value), 1) if not isinstance(
-                        value, str | int
-                    ) else self._value(value, 0)
-                else:
-                    self._value(value, 0)
+                self._value(value, 0)
             except _Refused as exc:
                 exc.path.append(f".{name}")
                 raise
