@@ -560,7 +560,7 @@ def _session(mode: ValidateMode, jobs: int) -> Iterator[CheckSession | None]:
         return
     from tracing.validation.tlc_batch import CheckSession
 
-    with CheckSession(jobs=jobs) as session:
+    with CheckSession(jobs=jobs, stream=True) as session:
         yield session
 
 

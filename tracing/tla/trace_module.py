@@ -79,7 +79,7 @@ TRACE_VAR, LINE_VAR, FREE_VAR = "tlasimTrace", "tlasimLine", "tlasimFree"
 END_MARK = "tlasimEnd"
 # The module that declares TlasimLoad, read with tlasim's Java (tracing/tla/java).
 LOADER_MODULE = "TlasimIO"
-GENERATED = ("TraceData", "TraceCheck", "TraceExplain", LOADER_MODULE)
+GENERATED = ("TraceData", "TraceCheck", "TraceExplain", "TraceStream", LOADER_MODULE)
 _END_PRINT = re.compile(r'^<<"tlasimEnd", (\d+), (\d+)>>\r?$', re.MULTILINE)
 # A compound part whose text is longer than this gets a definition of its own.
 _NAMED_LENGTH = 12
@@ -362,13 +362,15 @@ def trace_data(traces: Sequence[Trace], constants: Mapping[str, Any]) -> str:
     return _module("TraceData", ["Integers", "Sequences", "TLC"], body)
 
 
-def trace_data_loaded(constants: Mapping[str, Any], data_file: str) -> str:
+def trace_data_loaded(constants: Mapping[str, Any], data_file: str | None) -> str:
     """The module TraceData for a batch whose `TraceLogs` TLC reads from
     `data_file` (`tracing.tla.binary`) rather than from this text, so SANY
-    parses only the constants. Means the same as `trace_data` of the traces."""
+    parses only the constants. Means the same as `trace_data` of the traces.
+    Without a file, the constants alone (for `trace_stream`)."""
     encoder = _Encoder()
     consts = [f"TraceConst_{name} == {encoder.expr(value)}" for name, value in constants.items()]
-    body = [*encoder.defs, f"TraceLogs == TlasimLoad({to_tla(data_file)})", *consts]
+    logs = [] if data_file is None else [f"TraceLogs == TlasimLoad({to_tla(data_file)})"]
+    body = [*encoder.defs, *logs, *consts]
     return _module("TraceData", ["Integers", "Sequences", "TLC", LOADER_MODULE], body)
 
 
@@ -461,6 +463,91 @@ def trace_check(spec: TraceSpec, *, full_logs: bool = False, ends_only: bool = F
         "tlasimNext == tlasimStep \\/ tlasimEnd",
     ]
     return _module("TraceCheck", [spec.template.stem, "TraceData"], body)
+
+
+# A spec variable's value in the stream's cursor states, which belong to no trace.
+CURSOR_VALUE = "tlasimCursor"
+STREAM_MODULE = "TraceStream"
+
+
+def trace_stream(spec: TraceSpec) -> str:
+    """The module TraceStream: one TLC run that checks a campaign's traces
+    chunk after chunk as tlasim sends them (`tlasim.TraceStream`, the Java
+    that answers `TlasimPoll` and `TlasimChunk`, says how).
+
+    A trace is `<<k, i>>`, the i-th of chunk k; `<<k, 0>>` is the cursor
+    waiting for chunk k, its line counting its polls. Every line logs every
+    variable (the stream takes only such traces) and the module is the
+    ends-only `trace_check`: a trace is accepted exactly when its last line
+    prints the end mark. Init is checked on the first line as a state
+    predicate, since the cursor, not Init, starts each trace.
+    """
+    variables = spec.decls.variables
+    spec_vars = ", ".join(variables)
+    all_vars = ", ".join([TRACE_VAR, LINE_VAR, *variables])
+    cursor = f"{TRACE_VAR}[2] = 0"
+    chunk = f"TlasimChunk({TRACE_VAR}[1])"
+    log = f"{chunk}[{TRACE_VAR}[2]]"
+    body = [
+        f"VARIABLES {TRACE_VAR}, {LINE_VAR}",
+        "",
+        *_STEP_OF,
+        "tlasimInit ==",
+        f"    /\\ {TRACE_VAR} = <<0, 0>>",
+        f"    /\\ {LINE_VAR} = 0",
+        *[f"    /\\ {v} = {to_tla(CURSOR_VALUE)}" for v in variables],
+        "",
+        "tlasimPoll ==",
+        f"    TlasimPoll({TRACE_VAR}[1], {LINE_VAR}, TLCGet(\"level\"), TLCGet(\"queue\"))",
+        "",
+        "(* The cursor: polls again one level later, or starts chunk k's traces",
+        "   and moves on to chunk k + 1. *)",
+        "tlasimFeed ==",
+        f"    /\\ {cursor}",
+        "    /\\ \\/ /\\ tlasimPoll = \"wait\"",
+        f"          /\\ {LINE_VAR}' = {LINE_VAR} + 1",
+        f"          /\\ UNCHANGED <<{TRACE_VAR}, {spec_vars}>>",
+        "       \\/ /\\ tlasimPoll = \"ready\"",
+        f"          /\\ \\/ /\\ {TRACE_VAR}' = <<{TRACE_VAR}[1] + 1, 0>>",
+        f"                /\\ {LINE_VAR}' = 0",
+        f"                /\\ UNCHANGED <<{spec_vars}>>",
+        f"             \\/ \\E i \\in 1..Len({chunk}) :",
+        f"                   /\\ {chunk}[i][1].action \\in {{\"\", \"Init\"}}",
+        f"                   /\\ {TRACE_VAR}' = <<{TRACE_VAR}[1], i>>",
+        f"                   /\\ {LINE_VAR}' = 1",
+        *[f"                   /\\ {v}' = {chunk}[i][1].vars.{v}" for v in variables],
+        "",
+        "(* LET: TLC evaluates each definition once per step, however often used. *)",
+        "tlasimStep ==",
+        f"    /\\ ~({cursor})",
+        f"    /\\ LET log == {log}",
+        f"       IN /\\ {LINE_VAR} < Len(log)",
+        f"          /\\ {LINE_VAR} = 1 => Init",
+        f"          /\\ LET e == log[{LINE_VAR} + 1]",
+        f"             IN /\\ {LINE_VAR}' = {LINE_VAR} + 1",
+        f"                /\\ {TRACE_VAR}' = {TRACE_VAR}",
+        *[f"                /\\ {v}' = e.vars.{v}" for v in variables],
+        "                /\\ tlasimAction(e)",
+        "",
+        "tlasimEnd ==",
+        f"    /\\ ~({cursor})",
+        f"    /\\ {LINE_VAR} = Len({log})",
+        f"    /\\ {LINE_VAR} = 1 => Init",
+        f"    /\\ PrintT(<<{to_tla(END_MARK)}, {TRACE_VAR}, {LINE_VAR}>>)",
+        f"    /\\ UNCHANGED <<{all_vars}>>",
+        "",
+        "tlasimNext == tlasimFeed \\/ tlasimStep \\/ tlasimEnd",
+        "",
+        f"tlasimView == <<{TRACE_VAR}, {LINE_VAR}>>",
+    ]
+    return _module(STREAM_MODULE, [spec.template.stem, "TraceData"], body)
+
+
+def stream_config(constants: Mapping[str, Any]) -> str:
+    """The TLC config of TraceStream. Its VIEW is the trace and line alone:
+    each line logs every variable, so those two name one state, and TLC
+    fingerprints two integers per state instead of the whole state."""
+    return config(constants) + "VIEW tlasimView\n"
 
 
 def trace_explain(spec: TraceSpec, matched: int) -> str:

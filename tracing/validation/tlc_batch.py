@@ -44,7 +44,7 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from protocols.errors import InternalError, SpecError, TLCError
 from tracing.codec import Trace
@@ -64,6 +64,9 @@ from tracing.tla.trace_module import (
     trace_data_loaded,
 )
 from tracing.validation.explain import JVM_ARGS, Reason
+
+if TYPE_CHECKING:
+    from tracing.validation.tlc_stream import TraceStream
 
 __all__ = [
     "METHODS",
@@ -277,7 +280,11 @@ class CheckSession:
         timeout_s: float | None = None,
         workdir: Path | None = None,
         spec_dirs: list[Path] | None = None,
+        stream: bool = False,
     ) -> None:
+        """`stream`: check the traces whose every line logs every variable
+        in one TLC run per spec and constants, fed as they come
+        (`tlc_stream.TraceStream`), rather than in a run per batch."""
         if jobs < 1:
             raise SpecError(f"jobs={jobs}: must be at least 1")
         self.results: queue.Queue[SessionResult] = queue.Queue()
@@ -294,6 +301,8 @@ class CheckSession:
         self._root = Path(workdir) if workdir is not None else Path(self._tmp.name)  # type: ignore[union-attr]
         self._batches = 0
         self._lock = threading.Lock()
+        self._stream = stream
+        self._streams: dict[tuple[str, str], TraceStream] = {}
 
     def __enter__(self) -> CheckSession:
         return self
@@ -302,8 +311,11 @@ class CheckSession:
         self.close()
 
     def pending(self) -> int:
-        """Batches handed to TLC and not yet finished."""
-        return sum(1 for f in self._futures if not f.done())
+        """Batches handed to TLC and not yet finished, and for each stream
+        its lag (`TraceStream.lag`)."""
+        return sum(1 for f in self._futures if not f.done()) + sum(
+            s.lag() for s in self._streams.values()
+        )
 
     def submit(self, tag: Hashable, prepared: PreparedTrace) -> None:
         """Add a trace; a result for `tag` arrives in `results` later."""
@@ -319,6 +331,9 @@ class CheckSession:
             spec, constants, prepared.steps, blob=prepared.blob, full_logs=prepared.full_logs
         )
         key = (spec.name, to_tla(constants))
+        if self._stream and item.full_logs:
+            self._to_stream(key, tag, item)
+            return
         batch, steps = self._open.get(key, ([], 0))
         batch.append((tag, item))
         steps += prepared.steps
@@ -345,6 +360,8 @@ class CheckSession:
             if cut:
                 self._dispatch(cut)
         self._open.clear()
+        for stream in self._streams.values():
+            stream.flush()
 
     def next_result(self, timeout_s: float) -> SessionResult | None:
         """The next result, waiting up to `timeout_s`; None if none came.
@@ -355,21 +372,59 @@ class CheckSession:
             for future in self._futures:
                 if future.done() and future.exception() is not None:
                     future.result()
+            for stream in self._streams.values():
+                stream.raise_error()
             return None
 
     def wait(self) -> None:
         """Wait for every batch started so far; re-raise the first one's error."""
         for future in self._futures:
             future.result()
+        for stream in self._streams.values():
+            stream.raise_error()
 
     def close(self) -> None:
         try:
             self.flush()
+            for stream in self._streams.values():
+                stream.finish()
             self.wait()
         finally:
+            for stream in self._streams.values():
+                stream.kill()
             self._pool.shutdown(wait=True, cancel_futures=True)
             if self._tmp is not None:
                 self._tmp.cleanup()
+
+    def _to_stream(self, key: tuple[str, str], tag: Hashable, item: BatchItem) -> None:
+        # Imported here: tlc_stream builds on this module.
+        from tracing.validation.tlc_stream import TraceStream
+
+        stream = self._streams.get(key)
+        if stream is not None and stream.add(tag, item):
+            return
+        # None yet, or its run failed (its traces went to a batch): a new run.
+        with self._lock:
+            self._batches += 1
+            folder = self._root / f"stream{self._batches}"
+
+        def report(tag: Hashable, accepted: bool, seconds: float) -> None:
+            self.results.put(SessionResult(tag, accepted, seconds))
+
+        stream = self._streams[key] = TraceStream(
+            folder, item.spec, item.constants, report, self._run_now
+        )
+        if not stream.add(tag, item):
+            raise InternalError("a new TLC stream refused its first trace")
+
+    def _run_now(self, batch: list[tuple[Hashable, BatchItem]]) -> None:
+        """Check a failed stream's unsettled traces as batches, on the
+        stream's own thread (a result for each arrives as for any batch)."""
+        for start in range(0, len(batch), 400):
+            with self._lock:
+                self._batches += 1
+                folder = self._root / f"batch{self._batches}"
+            self._run(folder, batch[start : start + 400])
 
     def _dispatch(self, batch: list[tuple[Hashable, BatchItem]]) -> None:
         with self._lock:

@@ -1,11 +1,9 @@
 package tlasim;
 
-import java.io.BufferedInputStream;
-import java.io.DataInputStream;
-import java.io.EOFException;
 import java.io.File;
-import java.io.FileInputStream;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -74,14 +72,11 @@ public final class TraceData {
             // TLC runs in the folder of the module it checks; user.dir is that folder.
             path = new File(System.getProperty("user.dir"), file);
         }
-        try (DataInputStream in = new DataInputStream(
-                new BufferedInputStream(new FileInputStream(path), 1 << 16))) {
-            final Reader reader = new Reader(in);
+        try {
+            final Reader reader = new Reader(Files.readAllBytes(path.toPath()));
             reader.header();
             final Value value = reader.traces();
-            if (in.read() != -1) {
-                throw reader.error("bytes after the value");
-            }
+            reader.atEnd();
             return value;
         } catch (IOException e) {
             fail("cannot read " + path + ": " + e.getMessage());
@@ -89,43 +84,44 @@ public final class TraceData {
         }
     }
 
-    private static void fail(final String message) {
+    static void fail(final String message) {
         System.err.println("tlasim: " + message);
         System.err.flush();
         // halt, not exit: no shutdown hook may print TLC's own report after this.
         Runtime.getRuntime().halt(LOAD_FAILED);
     }
 
+    /** Reads one file's bytes, read whole: a buffer beats a stream per value. */
     static final class Reader {
-        private final DataInputStream in;
+        private final ByteBuffer in;
         private final List<Value> shared = new ArrayList<>();
-        private long offset = 0;
 
-        Reader(final DataInputStream in) {
-            this.in = in;
+        Reader(final byte[] bytes) {
+            this.in = ByteBuffer.wrap(bytes); // big-endian, as written
         }
 
         IOException error(final String what) {
-            return new IOException("malformed trace data at byte " + offset + ": " + what);
+            return new IOException("malformed trace data at byte " + in.position() + ": " + what);
+        }
+
+        void atEnd() throws IOException {
+            if (in.hasRemaining()) {
+                throw error("bytes after the value");
+            }
         }
 
         private int u8() throws IOException {
-            final int b = in.read();
-            if (b < 0) {
+            if (!in.hasRemaining()) {
                 throw error("unexpected end of file");
             }
-            offset += 1;
-            return b;
+            return in.get() & 0xff;
         }
 
         private int i32() throws IOException {
-            try {
-                final int v = in.readInt();
-                offset += 4;
-                return v;
-            } catch (EOFException e) {
+            if (in.remaining() < 4) {
                 throw error("unexpected end of file");
             }
+            return in.getInt();
         }
 
         private int count() throws IOException {
@@ -138,14 +134,12 @@ public final class TraceData {
 
         private String string() throws IOException {
             final int n = count();
-            final byte[] bytes = new byte[n];
-            try {
-                in.readFully(bytes);
-            } catch (EOFException e) {
+            if (in.remaining() < n) {
                 throw error("unexpected end of file in a string");
             }
-            offset += n;
-            return new String(bytes, StandardCharsets.UTF_8);
+            final String s = new String(in.array(), in.position(), n, StandardCharsets.UTF_8);
+            in.position(in.position() + n);
+            return s;
         }
 
         void header() throws IOException {

@@ -9,6 +9,6 @@ public final class TLCOverrides implements ITLCOverrides {
     @SuppressWarnings("rawtypes")
     @Override
     public Class[] get() {
-        return new Class[] { tlasim.TraceData.class };
+        return new Class[] { tlasim.TraceData.class, tlasim.TraceStream.class };
     }
 }
