@@ -89,6 +89,10 @@ UNLOCATED = -1
 # lines) took 7 s where 100 traces took 2.8 s.
 SESSION_BATCH_STEPS = 60000
 _DATA_FILE = "TraceData.bin"
+# Long-lived TLC runs a session keeps, one per spec and constants; traces of
+# any other constants (a campaign whose workload sets them per seed) go to
+# batches, so a campaign never holds a JVM per seed.
+MAX_STREAMS = 4
 
 
 @dataclass(slots=True, eq=False)
@@ -331,7 +335,9 @@ class CheckSession:
             spec, constants, prepared.steps, blob=prepared.blob, full_logs=prepared.full_logs
         )
         key = (spec.name, to_tla(constants))
-        if self._stream and item.full_logs:
+        if self._stream and item.full_logs and (
+            key in self._streams or len(self._streams) < MAX_STREAMS
+        ):
             self._to_stream(key, tag, item)
             return
         batch, steps = self._open.get(key, ([], 0))
