@@ -82,10 +82,11 @@ def refinement_tables(console: Console) -> None:
                       f"{r.ratio:.0%}", f"{r.before_rate:.2f} ({r.before_seeds} seeds)",
                       f"{r.all_rate / r.before_rate:.1f}x")
     console.print(table)
-    table = Table(title="Where a checked step's time goes (one session batch, ms per step)")
+    table = Table(title="Where a checked step's time goes (ms per step; CPU counts every "
+                        "thread of TLC's JVM)")
     for column in ("protocol", "traces", "steps", "record (Python)", "batch file (Python)",
-                   "TLC fixed per run (JVM start, SANY)", "TLC batch run",
-                   "same traces as text (before)"):
+                   "TLC fixed per run (JVM start, SANY)", "TLC batch run: wall, CPU",
+                   "TLC stream (campaign): wall, CPU", "same traces as text (before)"):
         table.add_column(column)
     for protocol in refinement.SEEDS:
         p = refinement.profile(protocol)
@@ -93,7 +94,10 @@ def refinement_tables(console: Console) -> None:
             protocol, str(p.traces), str(p.steps), f"{p.per_step_ms(p.record_seconds):.3f}",
             f"{p.per_step_ms(p.file_seconds):.3f}",
             f"{p.fixed_seconds:.2f} s ({p.jvm_seconds:.2f} s, {p.sany_seconds:.2f} s)",
-            f"{p.per_step_ms(p.batch_seconds):.3f} ({p.batch_seconds:.1f} s)",
+            f"{p.per_step_ms(p.batch_seconds):.3f}, {p.per_step_ms(p.batch_cpu):.3f} "
+            f"({p.batch_seconds:.1f} s)",
+            f"{p.per_step_ms(p.stream_seconds):.3f}, {p.per_step_ms(p.stream_cpu):.3f} "
+            f"({p.stream_seconds:.1f} s)",
             f"{p.per_step_ms(p.text_seconds):.3f} ({p.text_seconds:.1f} s)",
         )
     console.print(table)

@@ -8,17 +8,20 @@ TLC in the campaign's session), and for scale `validate="all"` as it was
 before (every run traced to a log and each batch of ten checked by its own
 TLC run with the text modules, `method="reference"`) on a tenth of the seeds.
 
-`profile` splits one session batch's cost per checked step: recording the
+`profile` splits the cost per checked step of one batch's worth of traces: recording the
 runs for TLC in Python, writing the batch file, TLC's fixed cost per run
 (a run of one trace: Java's start, SANY's parse of the spec, the rest is
 TLC's set-up and the JIT's warm-up), and TLC's evaluation (the rest of a
-full batch's run); beside it, the same traces checked the way they were
+full batch's run), and the same traces through one warm TLC stream (as a
+campaign checks them, `tlc_stream`), with the CPU time of each (TLC's
+JVMs, all their threads); beside it, the same traces checked the way they were
 before (text modules, batches of the validator's old size). No explain run
 is part of a campaign: `tlasim repro` explains a rejection on demand.
 """
 
 from __future__ import annotations
 
+import resource
 import tempfile
 import time
 from dataclasses import dataclass
@@ -31,7 +34,7 @@ from tracing.tla.binary import trace_logs_of
 from tracing.tla.speccheck import TraceSpec, load_trace_spec
 from tracing.tla.tlc import TLASIM_JAR, find_java, find_tla2tools, run_jar_class, run_tlc
 from tracing.tla.trace_module import trace_check, trace_data_loaded
-from tracing.validation.tlc_batch import BatchItem, check_batch, prepare_folder
+from tracing.validation.tlc_batch import BatchItem, CheckSession, check_batch, prepare_folder
 from tracing.validation.validator import BATCH_STEPS
 
 SEEDS = {"twopc": 600, "shardsplit": 300, "snapshot": 300}
@@ -111,6 +114,9 @@ class Profile:
     sany_seconds: float  # SANY parsing the generated modules of one trace
     fixed_seconds: float  # a TLC run of one trace
     batch_seconds: float  # the TLC run of the whole batch
+    batch_cpu: float  # its CPU seconds (Java's threads, all of them)
+    stream_seconds: float  # the same traces through one warm TLC stream, as a campaign
+    stream_cpu: float  # its CPU seconds
     text_seconds: float  # the same batch with text modules (reference method)
 
     def per_step_ms(self, seconds: float) -> float:
@@ -147,7 +153,19 @@ def profile(protocol: str = "twopc", traces: int = 300) -> Profile:
 
     fixed = tlc_run(items[:1], "fast")
     jvm, sany = _jvm_and_sany(spec, items[0])
+    cpu = _children_cpu()
     whole = tlc_run(items, "fast")
+    batch_cpu = _children_cpu() - cpu
+    cpu, start = _children_cpu(), time.perf_counter()
+    with CheckSession(stream=True) as session:
+        for seed, ready in enumerate(prepared):
+            session.submit(seed, ready)  # type: ignore[arg-type]
+        session.flush()
+        verdicts = [session.results.get() for _ in prepared]
+    stream = time.perf_counter() - start
+    stream_cpu = _children_cpu() - cpu
+    if not all(v.accepted for v in verdicts):
+        raise SystemExit(f"{protocol}: the stream did not accept a correct run")
     # The text modules, in batches of the size the validator used for them.
     text = 0.0
     with tempfile.TemporaryDirectory(prefix="tlasim-bench-") as scratch:
@@ -163,7 +181,13 @@ def profile(protocol: str = "twopc", traces: int = 300) -> Profile:
                 text += tlc_run(chunk, "reference")
                 chunk = []
     return Profile(protocol, traces, sum(i.steps for i in items), record, file_seconds, jvm,
-                   sany, fixed, whole, text)
+                   sany, fixed, whole, batch_cpu, stream, stream_cpu, text)
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children (TLC's JVMs)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _jvm_and_sany(spec: TraceSpec, item: BatchItem) -> tuple[float, float]:
