@@ -37,8 +37,8 @@ import marshal
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import is_
-from typing import Any, cast
+from operator import is_, is_not
+from typing import Any
 
 from protocols.errors import TraceFormatError
 from tracing.codec import Trace
@@ -135,10 +135,15 @@ class TraceBlobWriter:
         self._steps = 0
         self._persistent = persistent
         self._trusting = False  # writing vars, under `persistent`
-        # Per variable, the bytes that name its last value's D, with what
-        # tells that value: the value itself under `persistent` (it never
-        # changes), else its marshal bytes.
+        # Without `persistent`: per variable, its last value's marshal bytes
+        # and the bytes that name its `D`.
         self._last: dict[str, tuple[Any, bytes]] = {}
+        # Under `persistent`: the last line's variables (when they make a
+        # record), their values, and the bytes that name each (its field and
+        # the `P` of its value's `D`).
+        self._names: tuple[str, ...] | None = None
+        self._values: tuple[Any, ...] = ()
+        self._named: list[bytes] = []
         # Containers by identity (each kept alive, so its id stays its own):
         # the bytes that name each (`P` and the number of its `D`).
         self._shared: dict[int, tuple[Any, bytes]] = {}
@@ -187,6 +192,19 @@ class TraceBlobWriter:
         values alone) tell, for the values it takes, since they keep the
         types apart (TRUE from 1, a set from a tuple) that Python's == would
         merge."""
+        if self._persistent:
+            # Every line logs the same variables, mostly.
+            names = tuple(vars)
+            if names != self._names:
+                if not names or not all(type(k) is str and self._field(k) for k in names):
+                    self._names = None
+                    self._function(vars, 0)
+                    return
+                self._names = names
+                self._values = (_UNKNOWN,) * len(names)
+                self._named = [b""] * len(names)
+            self._named_variables(names, tuple(vars.values()))
+            return
         if not vars or not all(type(k) is str and self._field(k) for k in vars):
             self._function(vars, 0)
             return
@@ -195,29 +213,17 @@ class TraceBlobWriter:
         out += _U32.pack(len(vars))
         last = self._last
         fields = self._fields
-        persistent = self._persistent
         for name, value in vars.items():
-            out += cast(bytes, fields[name])
+            field: Any = fields[name]
+            out += field
+            try:
+                key = marshal.dumps(value, 2)
+            except ValueError:  # a type marshal does not take: walk it
+                key = None
             seen = last.get(name)
-            if persistent:
-                if seen is not None and seen[0] is value:
-                    out += seen[1]
-                    continue
-                if seen is not None and _same_value(seen[0], value):
-                    out += seen[1]
-                    # The new object from now on: the next line's value is
-                    # more likely the very same object.
-                    last[name] = (value, seen[1])
-                    continue
-                key: Any = value
-            else:
-                try:
-                    key = marshal.dumps(value, 2)
-                except ValueError:  # a type marshal does not take: walk it
-                    key = None
-                if key is not None and seen is not None and seen[0] == key:
-                    out += seen[1]
-                    continue
+            if key is not None and seen is not None and seen[0] == key:
+                out += seen[1]
+                continue
             try:
                 if key is not None:
                     # Defined here, so the next line can name it.
@@ -226,6 +232,39 @@ class TraceBlobWriter:
             except _Refused as exc:
                 exc.path.append(f".{name}")
                 raise
+
+    def _named_variables(self, names: tuple[str, ...], values: tuple[Any, ...]) -> None:
+        """The variables `names` (those of the line before) with `values`,
+        under `persistent`. Each is named by the bytes in `_named` (its field
+        and the reference to its value) while its value stays the same: the
+        very object, found without a Python-level step per variable, or an
+        equal one built afresh (`_same_value`)."""
+        out = self._out
+        out += b"R"
+        out += _U32.pack(len(names))
+        named = self._named
+        previous = self._values
+        start = index = 0
+        try:
+            for index in itertools.compress(range(len(values)), map(is_not, previous, values)):
+                out += b"".join(named[start:index])
+                value = values[index]
+                if _same_value(previous[index], value):
+                    out += named[index]
+                else:
+                    field: Any = self._fields[names[index]]
+                    out += field
+                    reference = self._define()
+                    self._value(value, 0)
+                    named[index] = field + reference
+                start = index + 1
+        except _Refused as exc:
+            exc.path.append(f".{names[index]}")
+            raise
+        out += b"".join(named[start:])
+        # From now on the new objects: the next line's values are more likely
+        # the very same objects as these than as the ones before.
+        self._values = values
 
     def blob(self) -> bytes:
         """The trace's bytes: the tuple of its lines."""
@@ -257,6 +296,10 @@ class TraceBlobWriter:
         if hit is not None and hit[0] is v:
             out += hit[1]
             return True
+        return self._container(v, t, depth)
+
+    def _container(self, v: Any, t: type, depth: int) -> bool:
+        """`_value` for a value that is no plain atom and was not met before."""
         if depth >= MAX_DEPTH:
             raise _Refused(
                 f"nested more than {MAX_DEPTH} levels deep (sequences, sets and "
@@ -269,17 +312,24 @@ class TraceBlobWriter:
         kind, frozen = _KINDS.get(t) or _kind(t)
         if kind is _OTHER:
             raise _Refused(f"a {t.__name__} is not a TLA+ value")
-        size = len(v)
+        out = self._out
+        if kind is _MAPPING:
+            keys = list(v)
+            size = len(keys)
+        else:
+            size = len(v)
         if not size:
             # TLC equates <<>> with every function on the empty domain.
             out += b"E\x00\x00\x00\x00" if kind is _SET else b"Q\x00\x00\x00\x00"
             return True
         # Defined before its parts, as the reader numbers it; named when met
         # again only if it may be.
-        name = self._define()
+        out += b"D"
+        name = b"P" + _U32.pack(self._defined)
+        self._defined += 1
         depth += 1
         if kind is _MAPPING:
-            parts_frozen = self._mapping(v, size, depth)
+            parts_frozen = self._mapping(v, keys, depth)
         elif kind is _SEQUENCE:
             out += b"Q"
             out += _U32.pack(size)
@@ -351,7 +401,7 @@ class TraceBlobWriter:
                     hit = shared.get(id(x))
                     if hit is not None and hit[0] is x:
                         out += hit[1]
-                    elif not self._value(x, depth):
+                    elif not self._container(x, t, depth):
                         immutable = False
         except _Refused as exc:
             exc.index = index
@@ -369,55 +419,52 @@ class TraceBlobWriter:
         return known  # type: ignore[return-value]
 
     def _function(self, m: Mapping[Any, Any], depth: int) -> bool:
-        if not m:
+        keys = list(m)
+        if not keys:
             # TLC equates <<>> with every function on the empty domain.
             self._out += b"Q\x00\x00\x00\x00"
             return True
-        return self._mapping(m, len(m), depth)
+        return self._mapping(m, keys, depth)
 
-    def _mapping(self, m: Mapping[Any, Any], size: int, depth: int) -> bool:
-        """A mapping of `size` > 0 pairs, as a record or a function."""
+    def _mapping(self, m: Mapping[Any, Any], keys: list[Any], depth: int) -> bool:
+        """A mapping with these (one or more) keys, as a record or a function."""
         out = self._out
-        first = next(iter(m))
+        first = keys[0]
         # As freeze has it: string keys (str subclasses too) make a record,
         # written as one when every key is a field name. A key met before
         # has its bytes (or None) in `_fields` already.
-        fields: list[bytes | None] = [None]
+        fields: list[Any] = [None]
         if type(first) is str:
             try:
-                fields = list(map(self._fields.get, m))
+                fields = list(map(self._fields.get, keys))
             except TypeError:  # an unhashable key (in a mapping that is no dict)
                 fields = [None]
         if None in fields and isinstance(first, str):
-            fields = [self._field(k) if type(k) is str else None for k in m]
-            if None in fields and all(isinstance(k, str) for k in m):
-                fields = [self._field(str.__str__(k)) for k in m]
-        if None not in fields:
-            out += b"R"
-            out += _U32.pack(size)
-            return self._record(cast("list[bytes]", fields), m.items(), depth)
-        out += b"M"
-        out += _U32.pack(size)
-        try:
-            # Each key, then its value.
-            return self._parts(itertools.chain.from_iterable(m.items()), depth)
-        except _Refused as exc:
-            key = list(m)[exc.index // 2]
-            exc.path.append("{key}" if exc.index % 2 == 0 else f"[{key!r:.60}]")
-            raise
-
-    def _record(self, fields: list[bytes], items: Iterable[tuple[str, Any]], depth: int) -> bool:
-        """A record's fields (their names' bytes) and values (of `items`, which
-        a Record gives faster than its values); as `_parts` has it."""
-        out = self._out
+            fields = [self._field(k) if type(k) is str else None for k in keys]
+            if None in fields and all(isinstance(k, str) for k in keys):
+                fields = [self._field(str.__str__(k)) for k in keys]
+        if None in fields:
+            out += b"M"
+            out += _U32.pack(len(keys))
+            try:
+                # Each key, then its value.
+                return self._parts(itertools.chain.from_iterable(m.items()), depth)
+            except _Refused as exc:
+                key = keys[exc.index // 2]
+                exc.path.append("{key}" if exc.index % 2 == 0 else f"[{key!r:.60}]")
+                raise
+        out += b"R"
+        out += _U32.pack(len(keys))
+        # The values as the parts of `_parts` are, each after its field's
+        # bytes; from `items`, which a Record gives faster than its values.
         strings = self._strings
         ints = self._ints
         shared = self._shared
         immutable = True
-        name = b""
+        field = b""
         try:
-            for name, (_, x) in zip(fields, items, strict=True):
-                out += name
+            for field, (_, x) in zip(fields, m.items(), strict=True):
+                out += field
                 t = type(x)
                 if t is str:
                     known = strings.get(x)
@@ -431,10 +478,10 @@ class TraceBlobWriter:
                     hit = shared.get(id(x))
                     if hit is not None and hit[0] is x:
                         out += hit[1]
-                    elif not self._value(x, depth):
+                    elif not self._container(x, t, depth):
                         immutable = False
         except _Refused as exc:
-            exc.path.append(f".{name[4:].decode()}")
+            exc.path.append(f".{field[4:].decode()}")
             raise
         return immutable
 
