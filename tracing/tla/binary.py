@@ -65,7 +65,9 @@ _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 # dict or a list may hold other values by the next step. A hashable mapping
 # (protocols' FrozenRecord, say) promises the same: its hash would change
 # with it. Learned once per type; other types are no TLA+ values.
-_SEQUENCE, _SET, _MAPPING, _OTHER = "sequence", "set", "mapping", "other"
+_SEQUENCE, _SET, _MAPPING, _TEXT, _INTEGER, _OTHER = (
+    "sequence", "set", "mapping", "text", "integer", "other"
+)
 _KINDS: dict[type, tuple[str, bool]] = {
     tuple: (_SEQUENCE, True),
     list: (_SEQUENCE, False),
@@ -78,9 +80,17 @@ _KINDS: dict[type, tuple[str, bool]] = {
 
 
 def _kind(t: type) -> tuple[str, bool]:
-    known = _KINDS[t] = (
-        (_MAPPING, t.__hash__ is not None) if issubclass(t, Mapping) else (_OTHER, False)
-    )
+    """A type not in `_KINDS` yet: str and int subclasses (StrEnum, say)
+    are written as the plain values, a mapping type as a function."""
+    if issubclass(t, str):
+        known = (_TEXT, True)
+    elif issubclass(t, int) and not issubclass(t, bool):
+        known = (_INTEGER, True)
+    elif issubclass(t, Mapping):
+        known = (_MAPPING, t.__hash__ is not None)
+    else:
+        known = (_OTHER, False)
+    _KINDS[t] = known
     return known
 
 
@@ -153,6 +163,7 @@ class TraceBlobWriter:
         self._strings: dict[str, bytes] = {}
         self._ints: dict[int, bytes] = {}
         self._fields: dict[str, bytes | None] = {}  # a key's bytes, if a field name
+        self._known_params: dict[bytes, bytes] = {}  # see `_params`
         self._defined = 0
 
     @property
@@ -172,7 +183,7 @@ class TraceBlobWriter:
             self._value(action, 0)
             out += b"\x00\x00\x00\x06params"
             where = "params"
-            self._value(params, 0)
+            self._params(params)
             out += b"\x00\x00\x00\x04vars"
             where = "vars"
             self._trusting = self._persistent
@@ -183,6 +194,28 @@ class TraceBlobWriter:
         finally:
             self._trusting = False
         self._steps += 1
+
+    def _params(self, params: Any) -> None:
+        """A line's params: mostly a few strings and integers, the same few
+        again and again (an action and the node it ran on). Such params are
+        told by their marshal bytes, which keep the types apart (TRUE from
+        1) and take plain values only, and written as they were the last
+        time, when that defined nothing the bytes would define again. Params
+        that hold a container are written as any value is."""
+        if type(params) is not dict or not _PLAIN.issuperset(map(type, params.values())):
+            self._value(params, 0)
+            return
+        key = marshal.dumps(params, 2)
+        out = self._out
+        known = self._known_params.get(key)
+        if known is not None:
+            out += known
+            return
+        mark = len(out)
+        defined = self._defined
+        self._value(params, 0)
+        if self._defined == defined:
+            self._known_params[key] = bytes(out[mark:])
 
     def _variables(self, vars: Mapping[str, Any]) -> None:
         """The line's variables, as a record. A variable whose value is the
@@ -305,11 +338,11 @@ class TraceBlobWriter:
                 f"nested more than {MAX_DEPTH} levels deep (sequences, sets and "
                 "functions within each other)"
             )
-        if isinstance(v, str):
-            return self._value(str.__str__(v), depth)
-        if isinstance(v, int) and not isinstance(v, bool):
-            return self._value(int(v), depth)
         kind, frozen = _KINDS.get(t) or _kind(t)
+        if kind is _TEXT:
+            return self._value(str.__str__(v), depth)
+        if kind is _INTEGER:
+            return self._value(int(v), depth)
         if kind is _OTHER:
             raise _Refused(f"a {t.__name__} is not a TLA+ value")
         out = self._out
@@ -322,11 +355,14 @@ class TraceBlobWriter:
             # TLC equates <<>> with every function on the empty domain.
             out += b"E\x00\x00\x00\x00" if kind is _SET else b"Q\x00\x00\x00\x00"
             return True
-        # Defined before its parts, as the reader numbers it; named when met
-        # again only if it may be.
-        out += b"D"
-        name = b"P" + _U32.pack(self._defined)
-        self._defined += 1
+        # Defined before its parts, as the reader numbers it, if it may be
+        # named when met again: a container that may change (a dict, say)
+        # never is, but among the variables under `persistent`.
+        may_name = frozen or self._trusting
+        if may_name:
+            out += b"D"
+            name = b"P" + _U32.pack(self._defined)
+            self._defined += 1
         depth += 1
         if kind is _MAPPING:
             parts_frozen = self._mapping(v, keys, depth)
@@ -346,7 +382,7 @@ class TraceBlobWriter:
             except _Refused as exc:
                 exc.path.append("{element}")
                 raise
-        if (parts_frozen and frozen) or self._trusting:
+        if may_name and (parts_frozen or self._trusting):
             self._shared[id(v)] = (v, name)
             return True
         return False
@@ -534,6 +570,7 @@ def _same_parts(old: Iterable[Any], new: Iterable[Any], depth: int) -> bool:
 
 
 _UNKNOWN = object()
+_PLAIN = frozenset({str, int, bool})
 
 
 def trace_blob(trace: Trace) -> bytes:
