@@ -289,6 +289,11 @@ class TraceBlobWriter:
                     out += field
                     reference = self._define()
                     self._value(value, 0)
+                    # `_named` names the value from now on. Kept by identity
+                    # as well, every line's value of a variable that changes
+                    # at every line (the bag of messages) would live as long
+                    # as the trace, for the garbage collector to walk.
+                    self._shared.pop(id(value), None)
                     named[index] = field + reference
                 start = index + 1
         except _Refused as exc:
