@@ -3,7 +3,7 @@
 Theory of operation. The kernel hands a protocol's `spec_vars` the same
 objects for what a step left alone: a node's view until the node steps
 again, its synced log until the next sync, its liveness flag. A variable
-that gathers every node's part (`{s: views[s]["kv"] for s in shards}`) is
+that gathers every node's part (`{rm: frozenset(logs[rm]) for rm in rms}`) is
 nonetheless a new dict at every step. `Derived` keeps what its function
 built and hands it out again, the very object, while every input is the
 very object it was built from; the TLC recorder then names the variable by identity
@@ -23,7 +23,7 @@ interleave only miss more often.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from operator import is_
 from typing import Any, Generic, TypeVar
 
@@ -74,15 +74,3 @@ def per_node(nodes: Sequence[str], *values: Any) -> dict[str, Any]:
     """The function from each node to its value (`values` in the order of `nodes`)."""
     return dict(zip(nodes, values, strict=True))
 
-
-def per_node_vars(*names: str) -> Callable[..., dict[str, dict[str, Any]]]:
-    """A function of nodes and their views (in the order of `nodes`) that
-    gathers each named variable, as a function from each node to its value."""
-
-    def gather(nodes: Sequence[str], *views: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-        return {
-            name: {node: view[name] for node, view in zip(nodes, views, strict=True)}
-            for name in names
-        }
-
-    return gather

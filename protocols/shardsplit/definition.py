@@ -8,7 +8,6 @@ from typing import Any
 
 from protocols.base import Core
 from protocols.definition import build_options
-from protocols.derived import Derived, per_node, per_node_vars
 from protocols.shardsplit import bugs
 from protocols.shardsplit.client import Client
 from protocols.shardsplit.config import (
@@ -81,13 +80,6 @@ class ShardSplit:
         "NetLose", "NetDuplicate",
     })
 
-    def __init__(self) -> None:
-        # The variables gathered from every shard or client, kept while
-        # their inputs are the same objects (see protocols.derived).
-        self._shard_vars = Derived(per_node_vars("shardState", "kv", "applied", "pending"))
-        self._shard_up = Derived(per_node)
-        self._client_vars = Derived(per_node_vars("clientRoute", "clientOp"))
-
     @property
     def bugs(self) -> Mapping[str, BugVariant]:
         return bugs.BUGS
@@ -156,9 +148,13 @@ class ShardSplit:
             "splitPhase": coord["splitPhase"],
             "coordAcks": coord["coordAcks"],
             "coordUp": up[COORD_ID],
-            **self._shard_vars(config.shards, *map(views.__getitem__, config.shards)),
-            "shardUp": self._shard_up(config.shards, *map(up.__getitem__, config.shards)),
-            **self._client_vars(config.clients, *map(views.__getitem__, config.clients)),
+            "shardState": {s: views[s]["shardState"] for s in config.shards},
+            "kv": {s: views[s]["kv"] for s in config.shards},
+            "applied": {s: views[s]["applied"] for s in config.shards},
+            "pending": {s: views[s]["pending"] for s in config.shards},
+            "shardUp": {s: up[s] for s in config.shards},
+            "clientRoute": {c: views[c]["clientRoute"] for c in config.clients},
+            "clientOp": {c: views[c]["clientOp"] for c in config.clients},
             "msgs": dict(in_flight),
         }
 

@@ -8,7 +8,6 @@ from typing import Any
 
 from protocols.base import Core
 from protocols.definition import build_options
-from protocols.derived import Derived, per_node_vars
 from protocols.snapshot import bugs
 from protocols.snapshot.client import SnapshotClient
 from protocols.snapshot.config import (
@@ -80,11 +79,6 @@ class SnapshotTransfer:
         "NetLose", "NetDuplicate",
     })
 
-    def __init__(self) -> None:
-        # The variable gathered from every client, kept while the clients'
-        # views are the same objects (see protocols.derived).
-        self._client_vars = Derived(per_node_vars("clientOp"))
-
     @property
     def bugs(self) -> Mapping[str, BugVariant]:
         return bugs.BUGS
@@ -148,7 +142,7 @@ class SnapshotTransfer:
             "srcUp": up[SOURCE_ID],
             **rcv,
             "rcvUp": up[RECEIVER_ID],
-            **self._client_vars(config.clients, *map(views.__getitem__, config.clients)),
+            "clientOp": {c: views[c]["clientOp"] for c in config.clients},
             "msgs": dict(in_flight),
         }
 

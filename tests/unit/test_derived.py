@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocols.derived import Derived, DerivedEach, per_node, per_node_vars
+from protocols.derived import Derived, DerivedEach, per_node
 
 
 def test_derived_hands_out_the_same_object_while_every_input_is_the_same_object() -> None:
@@ -32,15 +32,10 @@ def test_derived_each_keeps_one_entry_per_key() -> None:
     assert sets("r1", ("a", "c")) == {"a", "c"}
 
 
-def test_refinement_mapping_keeps_a_per_node_variable_while_the_nodes_views_are_kept() -> None:
-    gather = Derived(per_node_vars("kv", "state"))
-    views = {"s1": {"kv": {"k": 1}, "state": "active"}, "s2": {"kv": {}, "state": "absent"}}
-    nodes = ("s1", "s2")
-    first = gather(nodes, *map(views.__getitem__, nodes))
-    assert first == {"kv": {"s1": {"k": 1}, "s2": {}}, "state": {"s1": "active", "s2": "absent"}}
-    assert gather(nodes, *map(views.__getitem__, nodes)) is first
-    views["s2"] = {"kv": {"k": 2}, "state": "active"}
-    second = gather(nodes, *map(views.__getitem__, nodes))
-    assert second["kv"] == {"s1": {"k": 1}, "s2": {"k": 2}}
-    assert second["kv"]["s1"] is views["s1"]["kv"]
-    assert per_node(nodes, True, False) == {"s1": True, "s2": False}
+def test_per_node_is_kept_while_every_node_s_value_is_the_same_object() -> None:
+    up = Derived(per_node)
+    nodes = ("r1", "r2")
+    first = up(nodes, True, False)
+    assert first == {"r1": True, "r2": False}
+    assert up(nodes, True, False) is first
+    assert up(nodes, True, True) == {"r1": True, "r2": True}
