@@ -147,6 +147,9 @@ class ProtocolDefinition(Protocol):
         mappings, so they can be set elements and function keys as they are.
         The simulator updates these four mappings in place from one step to
         the next, so the result must not hold them, only values read from them.
+        A view, a log and a liveness flag in them are snapshots nobody changes,
+        and each stays the same object until its node steps, syncs or crashes,
+        so a mapping may keep what it built from them (`protocols.derived`).
         """
         ...
 

@@ -10,7 +10,7 @@ TLA+ record in the trace with no conversion code.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any
 
 
@@ -32,6 +32,17 @@ class FrozenRecord(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._fields)
+
+    # The dict's own views: Mapping's would step through __getitem__ in
+    # Python, and the tracer reads every message's fields at every step.
+    def keys(self) -> KeysView[str]:
+        return self._fields.keys()
+
+    def values(self) -> ValuesView[Any]:
+        return self._fields.values()
+
+    def items(self) -> ItemsView[str, Any]:
+        return self._fields.items()
 
     def __hash__(self) -> int:
         if self._hash is None:

@@ -8,8 +8,9 @@ from typing import Any
 
 from protocols.base import Core
 from protocols.definition import build_options
+from protocols.derived import Derived, DerivedEach, per_node
 from protocols.twopc import bugs
-from protocols.twopc.config import TwoPCConfig, TwoPCOptions, draw_workload, rm_ids
+from protocols.twopc.config import TwoPCConfig, TwoPCOptions, TxPlan, draw_workload, rm_ids
 from protocols.twopc.messages import Message, from_wire, to_wire
 from protocols.twopc.oracles import TwoPCOracle
 from protocols.twopc.rm import ResourceManager
@@ -63,6 +64,19 @@ class TwoPhaseCommit:
         "RMRcvCommit", "RMRcvAbort", "RMCrash", "RMRecover",
         "NetLose", "NetDuplicate",
     })
+
+    def __init__(self) -> None:
+        # The variables gathered from every RM, and the TM's log as a set,
+        # kept while their inputs are the same objects (see protocols.derived).
+        self._tm_log: Derived[frozenset[Any]] = Derived(frozenset)
+        self._rm_state = Derived(self._gather_rm_state)
+        # Per transaction, each RM's state of it: a row stays the same
+        # object while the RMs' states of that transaction are.
+        self._rm_state_row: DerivedEach[dict[str, str]] = DerivedEach(per_node)
+        self._rm_log = Derived(self._gather_rm_log)
+        # Per RM, its synced log as a set, kept while the log is unchanged.
+        self._rm_log_set: DerivedEach[frozenset[Any]] = DerivedEach(frozenset)
+        self._rm_up = Derived(per_node)
 
     @property
     def bugs(self) -> Mapping[str, BugVariant]:
@@ -121,19 +135,31 @@ class TwoPhaseCommit:
         in_flight: Mapping[Hashable, int],
     ) -> dict[str, Any]:
         tm_view = views[TM_ID]
-        rm_state = {
-            plan.tx: {rm: views[rm]["rmState"][plan.tx] for rm in config.rms} for plan in config.txs
-        }
+        rms = config.rms
         return {
             "tmState": tm_view["tmState"],
             "tmPrepared": tm_view["tmPrepared"],
-            "tmLog": frozenset(logs[TM_ID]),
+            "tmLog": self._tm_log(logs[TM_ID]),
             "tmUp": up[TM_ID],
-            "rmState": rm_state,
-            "rmLog": {rm: frozenset(logs[rm]) for rm in config.rms},
-            "rmUp": {rm: up[rm] for rm in config.rms},
+            "rmState": self._rm_state(config.txs, rms, *map(views.__getitem__, rms)),
+            "rmLog": self._rm_log(rms, *map(logs.__getitem__, rms)),
+            "rmUp": self._rm_up(rms, *map(up.__getitem__, rms)),
             "msgs": dict(in_flight),
         }
+
+    def _gather_rm_state(
+        self, txs: Sequence[TxPlan], rms: Sequence[str], *views: Mapping[str, Any]
+    ) -> dict[str, dict[str, str]]:
+        states = [view["rmState"] for view in views]
+        return {
+            plan.tx: self._rm_state_row(plan.tx, rms, *[state[plan.tx] for state in states])
+            for plan in txs
+        }
+
+    def _gather_rm_log(
+        self, rms: Sequence[str], *logs: Sequence[Mapping[str, Any]]
+    ) -> dict[str, frozenset[Any]]:
+        return {rm: self._rm_log_set(rm, log) for rm, log in zip(rms, logs, strict=True)}
 
     def make_oracle(self, config: TwoPCConfig) -> TwoPCOracle:
         return TwoPCOracle(tuple(p.tx for p in config.txs), config.rms)

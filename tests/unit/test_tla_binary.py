@@ -22,7 +22,7 @@ import pytest
 from protocols import get_protocol
 from protocols.errors import TLCError, TraceFormatError
 from sim.kernel.options import SimOptions
-from sim.run.runner import build_simulation, run_seed, write_header
+from sim.run.runner import build_simulation, run_recorded, run_seed, write_header
 from tracing.codec import Trace, TraceStep, read_trace
 from tracing.emit.recorder import TLCRecorder
 from tracing.tla import binary
@@ -554,6 +554,98 @@ def test_trace_blob_refuses_exactly_what_the_text_modules_refuse(value: Any) -> 
     assert binary_refuses == text_refuses
     if not binary_refuses:
         assert decode_trace(blob) == expected_trace(trace)
+
+
+def _written(steps: list[tuple[Any, Any]], *, persistent: bool) -> bytes:
+    writer = binary.TraceBlobWriter(persistent=persistent)
+    for i, (params, vars) in enumerate(steps):
+        writer.step("Init" if i == 0 else "Step", params, vars)
+    return writer.blob()
+
+
+def _expected(steps: list[tuple[Any, Any]]) -> Tagged:
+    return ("seq", tuple(
+        tagged({"action": "Init" if i == 0 else "Step", "params": params, "vars": vars})
+        for i, (params, vars) in enumerate(steps)
+    ))
+
+
+def test_persistent_writer_names_a_variable_built_afresh_with_its_last_value() -> None:
+    # The simulator builds most variables afresh at every step; one that
+    # holds exactly its last value is named, whatever object it is.
+    # (A Record, unlike a plain value, gives marshal nothing to tell by.)
+    steps: list[tuple[Any, Any]] = [
+        ({}, {"x": {"a": frozenset({Record({"c": "c1", "n": 1})}), "b": (1, 2)}, "y": 0})
+        for _ in range(4)
+    ]
+    blob = _written(steps, persistent=True)
+    assert decode_trace(blob) == _expected(steps)
+    # Both variables, at each line after the first.
+    assert references(blob) == 2 * 3
+    assert len(blob) < len(_written(steps, persistent=False))
+
+
+def test_persistent_writer_writes_a_variable_again_when_only_python_holds_it_equal() -> None:
+    # TRUE == 1, a dict equal to a record, sets equal whatever their order:
+    # a value is named only when it is the same value in the same form, so
+    # 1 turning into TRUE (equal in Python, not in TLA+) is written again.
+    values: list[Any] = [
+        1, True, True, 1, 0, False, frozenset({1}), frozenset({True}), (1,), [1],
+        {"a": 1}, {"a": True}, Record({"a": True}), {"a": True},
+        {"k": frozenset({1, 2})}, {"k": frozenset({2, 1})}, {"k": (0,)}, {"k": (False,)},
+    ]
+    steps: list[tuple[Any, Any]] = [({}, {"x": x}) for x in values]
+    assert decode_trace(_written(steps, persistent=True)) == _expected(steps)
+
+
+def test_plain_params_written_again_keep_true_apart_from_one() -> None:
+    params = [{"x": 1}, {"x": True}, {"x": 1}, {"x": "a-string-longer-than-eight-bytes"},
+              {"x": "a-string-longer-than-eight-bytes"}, {"x": 1, "y": False},
+              {"x": True, "y": 0}, {"x": 1, "y": False}]
+    steps: list[tuple[Any, Any]] = [(p, {"v": 0}) for p in params]
+    for persistent in (False, True):
+        assert decode_trace(_written(steps, persistent=persistent)) == _expected(steps)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [2**31, "a`b", 1.5, None, ((((("x", "a`b"),),),),),
+     {"k": frozenset({(1, 2**40)})}, {("a", "b"): 1, (1, 2**31): 2}, {"a": {3: [1, "`"]}}],
+    ids=["int", "backtick", "float", "none", "deep-backtick", "int-in-set", "int-in-key",
+         "backtick-in-function"],
+)
+def test_persistent_writer_refuses_with_the_plain_writer_s_message(value: Any) -> None:
+    steps = [({}, {"x": 0, "y": "fine"}), ({}, {"x": {"a": 1}, "y": "fine"}),
+             ({"p": {"q": value}}, {"x": {"a": 1}, "y": value})]
+    messages = []
+    for persistent in (False, True):
+        with pytest.raises(TraceFormatError) as caught:
+            _written(steps, persistent=persistent)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+    assert messages[0].startswith("params.p.q")
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_run_recorded_prepares_the_bytes_the_trace_file_gives(
+    protocol: str, traces: Callable[..., Run]
+) -> None:
+    # run_recorded's recorder is persistent: it names what it met before by
+    # identity and a variable built afresh with its last value.
+    for seed in BLOB_SEEDS:
+        _, prepared, refused = run_recorded(protocol, seed)
+        assert refused is None
+        _assert_recorder_matches_file(prepared, traces(protocol, seed), f"{protocol} seed {seed}")
+
+
+@pytest.mark.parametrize(("protocol", "bug"), BUG_CASES)
+def test_run_recorded_of_a_bug_variant_prepares_the_bytes_the_trace_file_gives(
+    protocol: str, bug: str, traces: Callable[..., Run]
+) -> None:
+    for seed in BUG_SEEDS:
+        _, prepared, _ = run_recorded(protocol, seed, bug=bug)
+        _assert_recorder_matches_file(prepared, traces(protocol, seed, bug),
+                                      f"{protocol} {bug} seed {seed}")
 
 
 # --- c: the Java loader refuses malformed data ------------------------------------

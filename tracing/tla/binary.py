@@ -32,11 +32,13 @@ a variable the step left alone) is written once and named after.
 
 from __future__ import annotations
 
+import itertools
 import marshal
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from operator import is_, is_not, itemgetter
+from typing import Any
 
 from protocols.errors import TraceFormatError
 from tracing.codec import Trace
@@ -58,17 +60,37 @@ VERSION = 2
 _INT32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
-# Containers whose contents can never change: only these are shared by
-# identity, since a dict or a list may hold other values by the next step. A
-# hashable mapping (protocols' FrozenRecord, say) promises the same: its hash
-# would change with it.
-_IMMUTABLE: dict[type, bool] = {tuple: True, frozenset: True, Record: True, FnMap: True}
+# How the writer takes a container of each type, and whether its contents
+# can never change: only such containers are shared by identity, since a
+# dict or a list may hold other values by the next step. A hashable mapping
+# (protocols' FrozenRecord, say) promises the same: its hash would change
+# with it. Learned once per type; other types are no TLA+ values.
+_SEQUENCE, _SET, _MAPPING, _TEXT, _INTEGER, _OTHER = (
+    "sequence", "set", "mapping", "text", "integer", "other"
+)
+_KINDS: dict[type, tuple[str, bool]] = {
+    tuple: (_SEQUENCE, True),
+    list: (_SEQUENCE, False),
+    frozenset: (_SET, True),
+    set: (_SET, False),
+    dict: (_MAPPING, False),
+    Record: (_MAPPING, True),
+    FnMap: (_MAPPING, True),
+}
 
 
-def _immutable(t: type) -> bool:
-    known = _IMMUTABLE.get(t)
-    if known is None:
-        known = _IMMUTABLE[t] = issubclass(t, Mapping) and t.__hash__ is not None
+def _kind(t: type) -> tuple[str, bool]:
+    """A type not in `_KINDS` yet: str and int subclasses (StrEnum, say)
+    are written as the plain values, a mapping type as a function."""
+    if issubclass(t, str):
+        known = (_TEXT, True)
+    elif issubclass(t, int) and not issubclass(t, bool):
+        known = (_INTEGER, True)
+    elif issubclass(t, Mapping):
+        known = (_MAPPING, t.__hash__ is not None)
+    else:
+        known = (_OTHER, False)
+    _KINDS[t] = known
     return known
 
 
@@ -99,6 +121,7 @@ class _Refused(Exception):
         super().__init__(message)
         self.message = message
         self.path: list[str] = []
+        self.index = 0  # the refused part's position among its container's parts
 
     def error(self, where: str) -> TraceFormatError:
         return TraceFormatError(f"{where}{''.join(reversed(self.path))}: {self.message}")
@@ -110,10 +133,11 @@ class TraceBlobWriter:
     `persistent`: the caller promises that no container in a step's `vars`
     is ever changed afterwards (the simulator's spec variables are such
     snapshots, see `Simulation.spec_vars`), so any container met again, the
-    very object, is the same value and is named rather than written again:
-    a variable a step left alone costs a reference. Without it, and always
-    for params, only containers that cannot change (tuples, frozensets,
-    hashable mappings, holding only such) are.
+    very object, is the same value and is named rather than written again,
+    and a variable whose value is exactly its last one (`_same_value`, even
+    when built afresh) costs a reference. Without it, and always for params,
+    only containers that cannot change (tuples, frozensets, hashable
+    mappings, holding only such) are named when met again.
     """
 
     def __init__(self, *, persistent: bool = False) -> None:
@@ -121,14 +145,25 @@ class TraceBlobWriter:
         self._steps = 0
         self._persistent = persistent
         self._trusting = False  # writing vars, under `persistent`
-        # Per variable: its last value's marshal bytes and the number of its D.
-        self._last: dict[str, tuple[bytes, int]] = {}
-        # Containers by identity (each kept alive, so its id stays its own),
-        # strings by value: each the number of its `D`.
-        self._shared: dict[int, tuple[Any, int]] = {}
-        self._strings: dict[str, int] = {}
-        self._checked: set[str] = set()
+        # Without `persistent`: per variable, its last value's marshal bytes
+        # and the bytes that name its `D`.
+        self._last: dict[str, tuple[Any, bytes]] = {}
+        # Under `persistent`: the last line's variables (when they make a
+        # record), their values, and the bytes that name each (its field and
+        # the `P` of its value's `D`).
+        self._names: tuple[str, ...] | None = None
+        self._values: tuple[Any, ...] = ()
+        self._named: list[bytes] = []
+        # Containers by identity (each kept alive, so its id stays its own):
+        # the bytes that name each (`P` and the number of its `D`).
+        self._shared: dict[int, tuple[Any, bytes]] = {}
+        # What a string or an integer met before is written as again: a
+        # short string's `S` bytes, or the `P` naming a long one's `D`; an
+        # integer's `I` bytes. Each was checked when first met.
+        self._strings: dict[str, bytes] = {}
+        self._ints: dict[int, bytes] = {}
         self._fields: dict[str, bytes | None] = {}  # a key's bytes, if a field name
+        self._known_params: dict[bytes, bytes] = {}  # see `_params`
         self._defined = 0
 
     @property
@@ -148,7 +183,7 @@ class TraceBlobWriter:
             self._value(action, 0)
             out += b"\x00\x00\x00\x06params"
             where = "params"
-            self._value(params, 0)
+            self._params(params)
             out += b"\x00\x00\x00\x04vars"
             where = "vars"
             self._trusting = self._persistent
@@ -160,12 +195,49 @@ class TraceBlobWriter:
             self._trusting = False
         self._steps += 1
 
+    def _params(self, params: Any) -> None:
+        """A line's params: mostly a few strings and integers, the same few
+        again and again (an action and the node it ran on). Such params are
+        told by their marshal bytes, which keep the types apart (TRUE from
+        1) and take plain values only, and written as they were the last
+        time, when that defined nothing the bytes would define again. Params
+        that hold a container are written as any value is."""
+        if type(params) is not dict or not _PLAIN.issuperset(map(type, params.values())):
+            self._value(params, 0)
+            return
+        key = marshal.dumps(params, 2)
+        out = self._out
+        known = self._known_params.get(key)
+        if known is not None:
+            out += known
+            return
+        mark = len(out)
+        defined = self._defined
+        self._value(params, 0)
+        if self._defined == defined:
+            self._known_params[key] = bytes(out[mark:])
+
     def _variables(self, vars: Mapping[str, Any]) -> None:
         """The line's variables, as a record. A variable whose value is the
-        one the line before logged is named, not written: marshal's bytes
-        (format 2: no references, so they depend on the values alone) tell,
-        for the values it takes, since they keep the types apart (TRUE from
-        1, a set from a tuple) that Python's == would merge."""
+        one the line before logged is named, not written. Under `persistent`
+        `_same_value` tells, comparing with that value itself. Otherwise
+        marshal's bytes (format 2: no references, so they depend on the
+        values alone) tell, for the values it takes, since they keep the
+        types apart (TRUE from 1, a set from a tuple) that Python's == would
+        merge."""
+        if self._persistent:
+            # Every line logs the same variables, mostly.
+            names = tuple(vars)
+            if names != self._names:
+                if not names or not all(type(k) is str and self._field(k) for k in names):
+                    self._names = None
+                    self._function(vars, 0)
+                    return
+                self._names = names
+                self._values = (_UNKNOWN,) * len(names)
+                self._named = [b""] * len(names)
+            self._named_variables(names, tuple(vars.values()))
+            return
         if not vars or not all(type(k) is str and self._field(k) for k in vars):
             self._function(vars, 0)
             return
@@ -173,115 +245,209 @@ class TraceBlobWriter:
         out += b"R"
         out += _U32.pack(len(vars))
         last = self._last
+        fields = self._fields
         for name, value in vars.items():
-            out += cast(bytes, self._field(name))
+            field: Any = fields[name]
+            out += field
             try:
                 key = marshal.dumps(value, 2)
             except ValueError:  # a type marshal does not take: walk it
                 key = None
             seen = last.get(name)
             if key is not None and seen is not None and seen[0] == key:
-                out += b"P"
-                out += _U32.pack(seen[1])
+                out += seen[1]
                 continue
             try:
                 if key is not None:
                     # Defined here, so the next line can name it.
-                    out += b"D"
-                    last[name] = (key, self._defined)
-                    self._defined += 1
+                    last[name] = (key, self._define())
                 self._value(value, 0)
             except _Refused as exc:
                 exc.path.append(f".{name}")
                 raise
 
+    def _named_variables(self, names: tuple[str, ...], values: tuple[Any, ...]) -> None:
+        """The variables `names` (those of the line before) with `values`,
+        under `persistent`. Each is named by the bytes in `_named` (its field
+        and the reference to its value) while its value stays the same: the
+        very object, found without a Python-level step per variable, or an
+        equal one built afresh (`_same_value`)."""
+        out = self._out
+        out += b"R"
+        out += _U32.pack(len(names))
+        named = self._named
+        previous = self._values
+        start = index = 0
+        try:
+            for index in itertools.compress(range(len(values)), map(is_not, previous, values)):
+                out += b"".join(named[start:index])
+                value = values[index]
+                if _same_value(previous[index], value):
+                    out += named[index]
+                else:
+                    field: Any = self._fields[names[index]]
+                    out += field
+                    reference = self._define()
+                    self._value(value, 0)
+                    # `_named` names the value from now on. Kept by identity
+                    # as well, every line's value of a variable that changes
+                    # at every line (the bag of messages) would live as long
+                    # as the trace, for the garbage collector to walk.
+                    self._shared.pop(id(value), None)
+                    named[index] = field + reference
+                start = index + 1
+        except _Refused as exc:
+            exc.path.append(f".{names[index]}")
+            raise
+        out += b"".join(named[start:])
+        # From now on the new objects: the next line's values are more likely
+        # the very same objects as these than as the ones before.
+        self._values = values
+
     def blob(self) -> bytes:
         """The trace's bytes: the tuple of its lines."""
         return b"Q" + _U32.pack(self._steps) + bytes(self._out)
+
+    def _define(self) -> bytes:
+        """Write a `D`; return the bytes that name the value written next."""
+        self._out += b"D"
+        name = b"P" + _U32.pack(self._defined)
+        self._defined += 1
+        return name
 
     def _value(self, v: Any, depth: int) -> bool:
         """Write v; return whether it may be named when met again."""
         t = type(v)
         out = self._out
         if t is str:
-            number = self._strings.get(v)
-            if number is not None:
-                out += b"P"
-                out += _U32.pack(number)
-            else:
-                self._string(v)
+            known = self._strings.get(v)
+            out += self._string(v) if known is None else known
             return True
         if t is bool:
             out += b"T" if v else b"F"
             return True
         if t is int:
-            if not _INT_MIN <= v <= _INT_MAX:
-                raise _Refused(f"the integer {v} does not fit TLC's 32-bit integers")
-            out += b"I"
-            out += _INT32.pack(v)
+            known = self._ints.get(v)
+            out += self._int(v) if known is None else known
             return True
         hit = self._shared.get(id(v))
         if hit is not None and hit[0] is v:
-            out += b"P"
-            out += _U32.pack(hit[1])
+            out += hit[1]
             return True
+        return self._container(v, t, depth)
+
+    def _container(self, v: Any, t: type, depth: int) -> bool:
+        """`_value` for a value that is no plain atom and was not met before."""
         if depth >= MAX_DEPTH:
             raise _Refused(
                 f"nested more than {MAX_DEPTH} levels deep (sequences, sets and "
                 "functions within each other)"
             )
-        if isinstance(v, str):
+        kind, frozen = _KINDS.get(t) or _kind(t)
+        if kind is _TEXT:
             return self._value(str.__str__(v), depth)
-        if isinstance(v, int) and not isinstance(v, bool):
+        if kind is _INTEGER:
             return self._value(int(v), depth)
-        if not v:
-            self._compound(v, t, depth + 1)
+        if kind is _OTHER:
+            raise _Refused(f"a {t.__name__} is not a TLA+ value")
+        out = self._out
+        if kind is _MAPPING:
+            keys = list(v)
+            size = len(keys)
+        else:
+            size = len(v)
+        if not size:
+            # TLC equates <<>> with every function on the empty domain.
+            out += b"E\x00\x00\x00\x00" if kind is _SET else b"Q\x00\x00\x00\x00"
             return True
-        # Defined before its parts, as the reader numbers it; named when met
-        # again only if it may be.
-        out += b"D"
-        number = self._defined
-        self._defined += 1
-        if self._compound(v, t, depth + 1) or self._trusting:
-            self._shared[id(v)] = (v, number)
+        # Defined before its parts, as the reader numbers it, if it may be
+        # named when met again: a container that may change (a dict, say)
+        # never is, but among the variables under `persistent`.
+        may_name = frozen or self._trusting
+        if may_name:
+            out += b"D"
+            name = b"P" + _U32.pack(self._defined)
+            self._defined += 1
+        depth += 1
+        if kind is _MAPPING:
+            parts_frozen = self._mapping(v, keys, depth)
+        elif kind is _SEQUENCE:
+            out += b"Q"
+            out += _U32.pack(size)
+            try:
+                parts_frozen = self._parts(v, depth)
+            except _Refused as exc:
+                exc.path.append(f"[{exc.index}]")
+                raise
+        else:
+            out += b"E"
+            out += _U32.pack(size)
+            try:
+                parts_frozen = self._parts(v, depth)
+            except _Refused as exc:
+                exc.path.append("{element}")
+                raise
+        if may_name and (parts_frozen or self._trusting):
+            self._shared[id(v)] = (v, name)
             return True
         return False
 
-    def _string(self, v: str) -> None:
-        if v not in self._checked:
-            try:
-                to_tla(v)
-            except TraceFormatError as exc:
-                raise _Refused(str(exc).removeprefix("value: ")) from None
-            self._checked.add(v)
+    def _string(self, v: str) -> bytes:
+        """A string met for the first time: check it, define it if it is long
+        (so it is named when met again), and return its bytes."""
+        try:
+            to_tla(v)
+        except TraceFormatError as exc:
+            raise _Refused(str(exc).removeprefix("value: ")) from None
         data = v.encode("utf-8")
-        out = self._out
+        written = b"S" + _U32.pack(len(data)) + data
         if len(data) > 8:
-            out += b"D"
-            self._strings[v] = self._defined
-            self._defined += 1
-        out += b"S"
-        out += _U32.pack(len(data))
-        out += data
+            self._strings[v] = self._define()
+        else:
+            self._strings[v] = written
+        return written
 
-    def _compound(self, v: Any, t: type, depth: int) -> bool:
+    def _int(self, v: int) -> bytes:
+        """An integer met for the first time: its bytes, if TLC holds it."""
+        if not _INT_MIN <= v <= _INT_MAX:
+            raise _Refused(f"the integer {v} does not fit TLC's 32-bit integers")
+        written = self._ints[v] = b"I" + _INT32.pack(v)
+        return written
+
+    def _parts(self, parts: Iterable[Any], depth: int) -> bool:
+        """Write each part; return whether all may be named when met again.
+        A refusal carries the position of the part it refused (`index`).
+
+        The parts met most (strings, integers, booleans, containers met
+        before) are written here rather than through `_value`, since a call
+        per part costs more than writing most of them."""
         out = self._out
+        strings = self._strings
+        ints = self._ints
+        shared = self._shared
         immutable = True
-        if t is tuple or t is list:
-            out += b"Q"
-            out += _U32.pack(len(v))
-            for i, x in enumerate(v):
-                immutable &= self._at(x, depth, "[%d]", i)
-            return immutable and t is tuple
-        if t is frozenset or t is set:
-            out += b"E"
-            out += _U32.pack(len(v))
-            for x in v:
-                immutable &= self._at(x, depth, "{element}", None)
-            return immutable and t is frozenset
-        if isinstance(v, Mapping):
-            return self._function(v, depth) and _immutable(t)
-        raise _Refused(f"a {t.__name__} is not a TLA+ value")
+        index = 0
+        try:
+            for index, x in enumerate(parts):  # noqa: B007 (index names a refused part)
+                t = type(x)
+                if t is str:
+                    known = strings.get(x)
+                    out += self._string(x) if known is None else known
+                elif t is int:
+                    known = ints.get(x)
+                    out += self._int(x) if known is None else known
+                elif t is bool:
+                    out += b"T" if x else b"F"
+                else:
+                    hit = shared.get(id(x))
+                    if hit is not None and hit[0] is x:
+                        out += hit[1]
+                    elif not self._container(x, t, depth):
+                        immutable = False
+        except _Refused as exc:
+            exc.index = index
+            raise
+        return immutable
 
     def _field(self, key: str) -> bytes | None:
         """The record field's bytes (length and name), or None if `key` is no field name."""
@@ -294,43 +460,124 @@ class TraceBlobWriter:
         return known  # type: ignore[return-value]
 
     def _function(self, m: Mapping[Any, Any], depth: int) -> bool:
-        out = self._out
-        if not m:
+        keys = list(m)
+        if not keys:
             # TLC equates <<>> with every function on the empty domain.
-            out += b"Q\x00\x00\x00\x00"
+            self._out += b"Q\x00\x00\x00\x00"
             return True
-        immutable = True
+        return self._mapping(m, keys, depth)
+
+    def _mapping(self, m: Mapping[Any, Any], keys: list[Any], depth: int) -> bool:
+        """A mapping with these (one or more) keys, as a record or a function."""
+        out = self._out
+        first = keys[0]
         # As freeze has it: string keys (str subclasses too) make a record,
-        # written as one when every key is a field name.
-        fields = [self._field(k) if type(k) is str else None for k in m]
-        if None in fields and all(isinstance(k, str) for k in m):
-            fields = [self._field(str.__str__(k)) for k in m]
-        if None not in fields:
-            out += b"R"
-            out += _U32.pack(len(m))
-            for name, x in zip(cast("list[bytes]", fields), m.values(), strict=True):
-                out += name
-                immutable &= self._at(x, depth, ".%s", name[4:])
-            return immutable
-        out += b"M"
-        out += _U32.pack(len(m))
-        for k, x in m.items():
-            immutable &= self._at(k, depth, "{key}", None)
-            immutable &= self._at(x, depth, "[%.60r]", k)
+        # written as one when every key is a field name. A key met before
+        # has its bytes (or None) in `_fields` already.
+        fields: list[Any] = [None]
+        if type(first) is str:
+            try:
+                fields = list(map(self._fields.get, keys))
+            except TypeError:  # an unhashable key (in a mapping that is no dict)
+                fields = [None]
+        if None in fields and isinstance(first, str):
+            fields = [self._field(k) if type(k) is str else None for k in keys]
+            if None in fields and all(isinstance(k, str) for k in keys):
+                fields = [self._field(str.__str__(k)) for k in keys]
+        if None in fields:
+            out += b"M"
+            out += _U32.pack(len(keys))
+            try:
+                # Each key, then its value.
+                return self._parts(itertools.chain.from_iterable(m.items()), depth)
+            except _Refused as exc:
+                key = keys[exc.index // 2]
+                exc.path.append("{key}" if exc.index % 2 == 0 else f"[{key!r:.60}]")
+                raise
+        out += b"R"
+        out += _U32.pack(len(keys))
+        # The values as the parts of `_parts` are, each after its field's
+        # bytes; from `items`, which a Record gives faster than its values.
+        strings = self._strings
+        ints = self._ints
+        shared = self._shared
+        immutable = True
+        field = b""
+        try:
+            for field, (_, x) in zip(fields, m.items(), strict=True):
+                out += field
+                t = type(x)
+                if t is str:
+                    known = strings.get(x)
+                    out += self._string(x) if known is None else known
+                elif t is int:
+                    known = ints.get(x)
+                    out += self._int(x) if known is None else known
+                elif t is bool:
+                    out += b"T" if x else b"F"
+                else:
+                    hit = shared.get(id(x))
+                    if hit is not None and hit[0] is x:
+                        out += hit[1]
+                    elif not self._container(x, t, depth):
+                        immutable = False
+        except _Refused as exc:
+            exc.path.append(f".{field[4:].decode()}")
+            raise
         return immutable
 
-    def _at(self, x: Any, depth: int, segment: str, arg: Any) -> bool:
-        """`_value(x)`, naming `segment % arg` (or `segment`) on the path of a refusal;
-        formatted only then, since most values are written without one."""
-        try:
-            return self._value(x, depth)
-        except _Refused as exc:
-            part = arg.decode() if isinstance(arg, bytes) else arg
-            exc.path.append(segment if arg is None else segment % (part,))
-            raise
+
+def _same_value(old: Any, new: Any, depth: int = 0) -> bool:
+    """Whether `new` is exactly the value `old` is, in the same form: the
+    same types at every level, equal leaves, and each container's parts in
+    the same order. Stricter than `==`, which holds `1 == TRUE` and a dict
+    equal to a record of another type; an equal set that iterates in
+    another order is merely not the same here. Both are unchanged values
+    (see `TraceBlobWriter`), whose parts are mostly the very same objects."""
+    if old is new:
+        return True
+    t = type(new)
+    if type(old) is not t:
+        return False
+    if t is str or t is int:
+        return bool(old == new)
+    if t is bool or depth >= MAX_DEPTH:
+        return False
+    if t is dict:
+        # Python's == looks in C, and turns down most changed dicts (a bag
+        # whose counts moved) before a part is looked at in Python.
+        return (
+            len(old) == len(new)
+            and old == new
+            and _same_parts(old, new, depth + 1)
+            and _same_parts(old.values(), new.values(), depth + 1)
+        )
+    if t is tuple or t is list or t is frozenset or t is set:
+        return len(old) == len(new) and _same_parts(old, new, depth + 1)
+    if isinstance(new, Mapping):
+        # A record's == would run in Python, and the parts are looked at anyway.
+        return (
+            len(old) == len(new)
+            and _same_parts(old, new, depth + 1)
+            and _same_parts(
+                list(map(_SECOND, old.items())), list(map(_SECOND, new.items())), depth + 1
+            )
+        )
+    # Anything else is no TLA+ value: only the very same object is the same.
+    return False
+
+
+def _same_parts(old: Iterable[Any], new: Iterable[Any], depth: int) -> bool:
+    # Parts that are the very same objects: map(is_) finds them without a
+    # Python-level step per part.
+    if all(map(is_, old, new)):
+        return True
+    return all(a is b or _same_value(a, b, depth) for a, b in zip(old, new, strict=True))
 
 
 _UNKNOWN = object()
+_PLAIN = frozenset({str, int, bool})
+_SECOND = itemgetter(1)
 
 
 def trace_blob(trace: Trace) -> bytes:
