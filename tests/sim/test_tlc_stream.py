@@ -39,16 +39,17 @@ def _verdicts(session: CheckSession, count: int) -> dict[Hashable, SessionResult
 
 
 def _check(items: dict[Hashable, PreparedTrace], *, stream: bool,
-           workdir: Path | None = None) -> dict[Hashable, SessionResult]:
-    with CheckSession(jobs=1, stream=stream, workdir=workdir) as session:
+           workdir: Path | None = None, runs: int = 1) -> dict[Hashable, SessionResult]:
+    with CheckSession(jobs=1, stream=stream, workdir=workdir, stream_runs=runs) as session:
         for tag, prepared in items.items():
             session.submit(tag, prepared)
         session.flush()
         return _verdicts(session, len(items))
 
 
+@pytest.mark.parametrize("runs", [1, 2])
 def test_the_stream_gives_each_trace_the_verdict_of_a_run_per_batch(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, runs: int,
 ) -> None:
     # A third of the runs carry a bug TLC rejects, at lines far apart, in
     # chunks small enough that many start while others are under way.
@@ -57,7 +58,7 @@ def test_the_stream_gives_each_trace_the_verdict_of_a_run_per_batch(
     }
     batch = _check(items, stream=False)
     monkeypatch.setattr(tlc_stream, "STREAM_CHUNK_STEPS", 700)
-    streamed = _check(items, stream=True)
+    streamed = _check(items, stream=True, runs=runs)
     assert {t: r.accepted for t, r in streamed.items()} == {
         t: r.accepted for t, r in batch.items()
     }

@@ -89,10 +89,10 @@ UNLOCATED = -1
 # lines) took 7 s where 100 traces took 2.8 s.
 SESSION_BATCH_STEPS = 60000
 _DATA_FILE = "TraceData.bin"
-# Long-lived TLC runs a session keeps, one per spec and constants; traces of
-# any other constants (a campaign whose workload sets them per seed) go to
-# batches, so a campaign never holds a JVM per seed.
-MAX_STREAMS = 4
+# Long-lived TLC runs a session keeps at once; traces of any other spec and
+# constants (a campaign whose workload sets them per seed) go to batches,
+# so a campaign never holds a JVM per seed.
+MAX_STREAMS = 8
 
 
 @dataclass(slots=True, eq=False)
@@ -285,9 +285,11 @@ class CheckSession:
         workdir: Path | None = None,
         spec_dirs: list[Path] | None = None,
         stream: bool = False,
+        stream_runs: int = 1,
     ) -> None:
         """`stream`: check the traces whose every line logs every variable
-        in one TLC run per spec and constants, fed as they come
+        in long-lived TLC runs per spec and constants, `stream_runs` of them
+        side by side (each explores with one thread), fed as they come
         (`tlc_stream.TraceStream`), rather than in a run per batch."""
         if jobs < 1:
             raise SpecError(f"jobs={jobs}: must be at least 1")
@@ -306,7 +308,10 @@ class CheckSession:
         self._batches = 0
         self._lock = threading.Lock()
         self._stream = stream
-        self._streams: dict[tuple[str, str], TraceStream] = {}
+        self._stream_runs = max(1, stream_runs)
+        # Per spec and constants, its streams; all of them, the streams that failed too.
+        self._streams: dict[tuple[str, str], list[TraceStream]] = {}
+        self._every_stream: list[TraceStream] = []
 
     def __enter__(self) -> CheckSession:
         return self
@@ -318,7 +323,7 @@ class CheckSession:
         """Batches handed to TLC and not yet finished, and for each stream
         its lag (`TraceStream.lag`)."""
         return sum(1 for f in self._futures if not f.done()) + sum(
-            s.lag() for s in self._streams.values()
+            s.lag() for s in self._every_stream
         )
 
     def submit(self, tag: Hashable, prepared: PreparedTrace) -> None:
@@ -335,10 +340,7 @@ class CheckSession:
             spec, constants, prepared.steps, blob=prepared.blob, full_logs=prepared.full_logs
         )
         key = (spec.name, to_tla(constants))
-        if self._stream and item.full_logs and (
-            key in self._streams or len(self._streams) < MAX_STREAMS
-        ):
-            self._to_stream(key, tag, item)
+        if self._stream and item.full_logs and self._to_stream(key, tag, item):
             return
         batch, steps = self._open.get(key, ([], 0))
         batch.append((tag, item))
@@ -366,7 +368,7 @@ class CheckSession:
             if cut:
                 self._dispatch(cut)
         self._open.clear()
-        for stream in self._streams.values():
+        for stream in self._every_stream:
             stream.flush()
 
     def next_result(self, timeout_s: float) -> SessionResult | None:
@@ -378,7 +380,7 @@ class CheckSession:
             for future in self._futures:
                 if future.done() and future.exception() is not None:
                     future.result()
-            for stream in self._streams.values():
+            for stream in self._every_stream:
                 stream.raise_error()
             return None
 
@@ -386,43 +388,51 @@ class CheckSession:
         """Wait for every batch started so far; re-raise the first one's error."""
         for future in self._futures:
             future.result()
-        for stream in self._streams.values():
+        for stream in self._every_stream:
             stream.raise_error()
 
     def close(self) -> None:
         try:
             self.flush()
-            for stream in self._streams.values():
+            for stream in self._every_stream:
                 stream.finish()
             self.wait()
         finally:
-            for stream in self._streams.values():
+            for stream in self._every_stream:
                 stream.kill()
             self._pool.shutdown(wait=True, cancel_futures=True)
             if self._tmp is not None:
                 self._tmp.cleanup()
 
-    def _to_stream(self, key: tuple[str, str], tag: Hashable, item: BatchItem) -> None:
+    def _to_stream(self, key: tuple[str, str], tag: Hashable, item: BatchItem) -> bool:
+        """Hand the trace to the least busy stream of its spec and
+        constants, started if need be; False when the session runs as many
+        streams as it may (MAX_STREAMS) and none is for these."""
         # Imported here: tlc_stream builds on this module.
         from tracing.validation.tlc_stream import TraceStream
 
-        stream = self._streams.get(key)
-        if stream is not None and stream.add(tag, item):
-            return
-        # None yet, or its run failed (its traces went to a batch): a new run.
-        with self._lock:
-            self._batches += 1
-            folder = self._root / f"stream{self._batches}"
+        runs = self._streams.get(key, [])
+        live = sum(len(r) for r in self._streams.values())
+        if len(runs) < self._stream_runs and live < MAX_STREAMS:
+            with self._lock:
+                self._batches += 1
+                folder = self._root / f"stream{self._batches}"
 
-        def report(tag: Hashable, accepted: bool, seconds: float) -> None:
-            self.results.put(SessionResult(tag, accepted, seconds))
+            def report(tag: Hashable, accepted: bool, seconds: float) -> None:
+                self.results.put(SessionResult(tag, accepted, seconds))
 
-        stream = self._streams[key] = TraceStream(
-            folder, item.spec, item.constants, report, self._run_now
-        )
-        if not stream.add(tag, item):
-            raise InternalError("a new TLC stream refused its first trace")
-
+            stream = TraceStream(folder, item.spec, item.constants, report, self._run_now)
+            runs.append(stream)
+            self._streams[key] = runs
+            self._every_stream.append(stream)
+        if not runs:
+            return False
+        stream = min(runs, key=lambda s: s.unsettled_steps)
+        if stream.add(tag, item):
+            return True
+        # Its run failed (its traces went to batches): a new one takes its place.
+        runs.remove(stream)
+        return self._to_stream(key, tag, item)
     def _run_now(self, batch: list[tuple[Hashable, BatchItem]]) -> None:
         """Check a failed stream's unsettled traces as batches, on the
         stream's own thread (a result for each arrives as for any batch)."""

@@ -159,9 +159,10 @@ class TraceStream:
         """How far TLC is behind, in units of STREAM_LAG_STEPS unsettled lines."""
         return self._unsettled_steps // STREAM_LAG_STEPS
 
-    def unsettled(self) -> bool:
-        with self._lock:
-            return self._unsettled_steps > 0
+    @property
+    def unsettled_steps(self) -> int:
+        """Step lines handed in and not yet settled."""
+        return self._unsettled_steps
 
     def finish(self) -> None:
         """Send the rest and the end, and wait for TLC to settle every trace."""
