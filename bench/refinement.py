@@ -31,6 +31,7 @@ from protocols import get_protocol
 from sim.campaign.sweep import run_campaign
 from sim.run.runner import run_recorded, run_seed
 from tracing.tla.binary import trace_logs_of
+from tracing.tla.literal import to_tla
 from tracing.tla.speccheck import TraceSpec, load_trace_spec
 from tracing.tla.tlc import TLASIM_JAR, find_java, find_tla2tools, run_jar_class, run_tlc
 from tracing.tla.trace_module import trace_check, trace_data_loaded
@@ -130,14 +131,24 @@ def profile(protocol: str = "twopc", traces: int = 300) -> Profile:
         run_seed(protocol, seed)
     plain = time.perf_counter() - start
     start = time.perf_counter()
-    prepared = [run_recorded(protocol, seed)[1] for seed in range(traces)]
+    recorded = [run_recorded(protocol, seed)[1] for seed in range(traces)]
     record = time.perf_counter() - start - plain
-    items = []
-    for ready in prepared:
-        if ready is None:
-            raise SystemExit(f"{protocol}: a run could not be recorded")
-        items.append(BatchItem(spec, dict(ready.constants), ready.steps, blob=ready.blob,
-                               full_logs=ready.full_logs))
+    if any(ready is None for ready in recorded):
+        raise SystemExit(f"{protocol}: a run could not be recorded")
+    # A batch shares its constants (shardsplit's workload draws one of two
+    # sets): the runs with the first run's constants, by seed.
+    first = to_tla(dict(recorded[0].constants))  # type: ignore[union-attr]
+    prepared = {
+        seed: ready for seed, ready in enumerate(recorded)
+        if ready is not None and to_tla(dict(ready.constants)) == first
+    }
+    items = [
+        BatchItem(spec, dict(ready.constants), ready.steps, blob=ready.blob,
+                  full_logs=ready.full_logs)
+        for ready in prepared.values()
+    ]
+    # Recording's share of the runs kept, per step as the rest is.
+    record *= sum(i.steps for i in items) / sum(r.steps for r in recorded if r is not None)
     start = time.perf_counter()
     trace_logs_of([i.data() for i in items])
     file_seconds = time.perf_counter() - start
@@ -158,8 +169,8 @@ def profile(protocol: str = "twopc", traces: int = 300) -> Profile:
     batch_cpu = _children_cpu() - cpu
     cpu, start = _children_cpu(), time.perf_counter()
     with CheckSession(stream=True) as session:
-        for seed, ready in enumerate(prepared):
-            session.submit(seed, ready)  # type: ignore[arg-type]
+        for seed, ready in prepared.items():
+            session.submit(seed, ready)
         session.flush()
         verdicts = [session.results.get() for _ in prepared]
     stream = time.perf_counter() - start
@@ -172,15 +183,16 @@ def profile(protocol: str = "twopc", traces: int = 300) -> Profile:
         from tracing.codec import read_trace
 
         chunk: list[BatchItem] = []
-        for seed, ready in enumerate(prepared):
+        last = max(prepared)
+        for seed, ready in prepared.items():
             path = Path(scratch) / f"{seed}.ndjson"
             run_seed(protocol, seed, trace_path=path)
             trace = read_trace(path)
             chunk.append(BatchItem(spec, dict(ready.constants), len(trace.steps), trace=trace))
-            if sum(i.steps for i in chunk) >= BATCH_STEPS or seed == len(prepared) - 1:
+            if sum(i.steps for i in chunk) >= BATCH_STEPS or seed == last:
                 text += tlc_run(chunk, "reference")
                 chunk = []
-    return Profile(protocol, traces, sum(i.steps for i in items), record, file_seconds, jvm,
+    return Profile(protocol, len(items), sum(i.steps for i in items), record, file_seconds, jvm,
                    sany, fixed, whole, batch_cpu, stream, stream_cpu, text)
 
 
