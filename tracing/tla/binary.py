@@ -414,9 +414,12 @@ class TraceBlobWriter:
         written = self._ints[v] = b"I" + _INT32.pack(v)
         return written
 
-    def _parts(self, parts: Iterable[Any], depth: int) -> bool:
-        """Write each part; return whether all may be named when met again.
-        A refusal carries the position of the part it refused (`index`).
+    def _parts(
+        self, parts: Iterable[Any], depth: int, fields: Iterable[bytes] | None = None
+    ) -> bool:
+        """Write each part, after its field's bytes for a record's values;
+        return whether all may be named when met again. A refusal carries
+        the position of the part it refused (`index`).
 
         The parts met most (strings, integers, booleans, containers met
         before) are written here rather than through `_value`, since a call
@@ -428,7 +431,10 @@ class TraceBlobWriter:
         immutable = True
         index = 0
         try:
-            for index, x in enumerate(parts):  # noqa: B007 (index names a refused part)
+            # Without fields, an empty one per part (`repeat` never ends).
+            prefixed = zip(itertools.repeat(b"") if fields is None else fields, parts, strict=False)
+            for index, (field, x) in enumerate(prefixed):  # noqa: B007 (index names a refused part)
+                out += field
                 t = type(x)
                 if t is str:
                     known = strings.get(x)
@@ -496,35 +502,12 @@ class TraceBlobWriter:
                 raise
         out += b"R"
         out += _U32.pack(len(keys))
-        # The values as the parts of `_parts` are, each after its field's
-        # bytes; from `items`, which a Record gives faster than its values.
-        strings = self._strings
-        ints = self._ints
-        shared = self._shared
-        immutable = True
-        field = b""
         try:
-            for field, (_, x) in zip(fields, m.items(), strict=True):
-                out += field
-                t = type(x)
-                if t is str:
-                    known = strings.get(x)
-                    out += self._string(x) if known is None else known
-                elif t is int:
-                    known = ints.get(x)
-                    out += self._int(x) if known is None else known
-                elif t is bool:
-                    out += b"T" if x else b"F"
-                else:
-                    hit = shared.get(id(x))
-                    if hit is not None and hit[0] is x:
-                        out += hit[1]
-                    elif not self._container(x, t, depth):
-                        immutable = False
+            # From `items`, which a Record gives faster than its values.
+            return self._parts(map(_SECOND, m.items()), depth, fields)
         except _Refused as exc:
-            exc.path.append(f".{field[4:].decode()}")
+            exc.path.append(f".{fields[exc.index][4:].decode()}")
             raise
-        return immutable
 
 
 def _same_value(old: Any, new: Any, depth: int = 0) -> bool:
