@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import marshal
+import pickle
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -145,7 +146,7 @@ class TraceBlobWriter:
         self._steps = 0
         self._persistent = persistent
         self._trusting = False  # writing vars, under `persistent`
-        # Without `persistent`: per variable, its last value's marshal bytes
+        # Without `persistent`: per variable, its last value's pickle bytes
         # and the bytes that name its `D`.
         self._last: dict[str, tuple[Any, bytes]] = {}
         # Under `persistent`: the last line's variables (when they make a
@@ -221,10 +222,13 @@ class TraceBlobWriter:
         """The line's variables, as a record. A variable whose value is the
         one the line before logged is named, not written. Under `persistent`
         `_same_value` tells, comparing with that value itself. Otherwise
-        marshal's bytes (format 2: no references, so they depend on the
-        values alone) tell, for the values it takes, since they keep the
-        types apart (TRUE from 1, a set from a tuple) that Python's == would
-        merge."""
+        pickle's bytes tell (the caller may change the value itself later):
+        they keep the types apart (TRUE from 1, a set from a tuple) that
+        Python's == would merge, and equal bytes are an equal value, while
+        an equal value pickled otherwise (its parts shared differently, a set
+        in another order) is merely written again. Not marshal's: it sorts
+        each set by its elements' bytes, which takes time exponential in how
+        deep sets nest, and a trace file may nest them 100 deep."""
         if self._persistent:
             # Every line logs the same variables, mostly.
             names = tuple(vars)
@@ -250,9 +254,9 @@ class TraceBlobWriter:
             field: Any = fields[name]
             out += field
             try:
-                key = marshal.dumps(value, 2)
-            except ValueError:  # a type marshal does not take: walk it
-                key = None
+                key = pickle.dumps(value, 5)
+            except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
+                key = None  # a value pickle does not take: walk it
             seen = last.get(name)
             if key is not None and seen is not None and seen[0] == key:
                 out += seen[1]
