@@ -60,8 +60,6 @@ _LOADED = re.compile(r"tlasimStream loaded (\d+) (\d+)")
 _END = re.compile(r'<<"tlasimEnd", <<(\d+), (\d+)>>, (\d+)>>')
 # A level above every trace's last line.
 _EVERYTHING = 2**62
-# Output kept for an error report: TLC's own lines, not the end marks.
-_KEPT_OUTPUT = 400
 
 
 @dataclass(slots=True)
@@ -103,7 +101,6 @@ class TraceStream:
         self._ending = False
         self._alive = True
         self._error: BaseException | None = None
-        self._output: list[str] = []
         self._settled: list[tuple[Hashable, bool]] = []
         self._since = time.monotonic()
         folder.mkdir(parents=True, exist_ok=True)
@@ -268,8 +265,6 @@ class TraceStream:
                     reverse=True,
                 )
             return
-        self._output.append(line)
-        del self._output[:-_KEPT_OUTPUT]
 
     def _reached(self, level: int) -> None:
         """TLC explored every level below `level`: a trace that ends below it
@@ -317,6 +312,3 @@ class TraceStream:
         if left:
             # The run failed for all it held: each trace gets a batch's verdict.
             self._fallback(left)
-
-    def output(self) -> str:
-        return "\n".join(self._output)
