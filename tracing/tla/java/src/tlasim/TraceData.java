@@ -72,6 +72,11 @@ public final class TraceData {
             // TLC runs in the folder of the module it checks; user.dir is that folder.
             path = new File(System.getProperty("user.dir"), file);
         }
+        return read(path);
+    }
+
+    /** The traces in the file `path`; a file that cannot be read stops TLC (LOAD_FAILED). */
+    static Value read(final File path) {
         try {
             final Reader reader = new Reader(Files.readAllBytes(path.toPath()));
             reader.header();

@@ -4,7 +4,6 @@ import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
-import java.nio.file.Files;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -136,20 +135,13 @@ public final class TraceStream {
             return;
         }
         final File path = new File(System.getProperty("user.dir"), "chunk-" + chunk + ".bin");
-        try {
-            final TraceData.Reader reader = new TraceData.Reader(Files.readAllBytes(path.toPath()));
-            reader.header();
-            final Value traces = reader.traces();
-            reader.atEnd();
-            int longest = 0;
-            for (final Value trace : ((TupleValue) traces).elems) {
-                longest = Math.max(longest, ((TupleValue) trace).size());
-            }
-            CHUNKS.put(chunk, traces);
-            SPANS.put(chunk, new int[] { level, longest });
-        } catch (IOException e) {
-            TraceData.fail("cannot read " + path + ": " + e.getMessage());
+        final Value traces = TraceData.read(path);
+        int longest = 0;
+        for (final Value trace : ((TupleValue) traces).elems) {
+            longest = Math.max(longest, ((TupleValue) trace).size());
         }
+        CHUNKS.put(chunk, traces);
+        SPANS.put(chunk, new int[] { level, longest });
         System.out.println("tlasimStream loaded " + chunk + " " + level);
         System.out.flush();
         // The file is read; it would only fill the disk.
