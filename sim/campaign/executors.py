@@ -75,9 +75,13 @@ class InlineExecutor(BatchExecutor):
 
 
 class ProcessPool(BatchExecutor):
-    def __init__(self, workers: int) -> None:
+    """`workers` processes; with `yield_to` > 0 each runs that much nicer
+    (os.nice) than this process, so that a process started here (the
+    campaign's TLC) takes a core first whenever both want one."""
+
+    def __init__(self, workers: int, yield_to: int = 0) -> None:
         self._pool = ProcessPoolExecutor(
-            max_workers=workers, initializer=_exit_with_parent, initargs=(os.getpid(),)
+            max_workers=workers, initializer=_start_worker, initargs=(os.getpid(), yield_to)
         )
         self._window = workers * IN_FLIGHT_PER_WORKER
 
@@ -96,6 +100,12 @@ class ProcessPool(BatchExecutor):
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _start_worker(parent: int, yield_to: int) -> None:
+    if yield_to > 0 and hasattr(os, "nice"):
+        os.nice(yield_to)
+    _exit_with_parent(parent)
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -226,12 +236,14 @@ def _probe_scheduler(address: str) -> None:
         raise _unreachable(address, failure[0]) from None
 
 
-def make_executor(workers: int, dask: str | bool | None) -> BatchExecutor:
-    """The executor a campaign asked for: `dask` True means a LocalCluster."""
+def make_executor(workers: int, dask: str | bool | None, yield_to: int = 0) -> BatchExecutor:
+    """The executor a campaign asked for: `dask` True means a LocalCluster.
+    `yield_to`: how much nicer a local pool's workers run (`ProcessPool`);
+    Dask's workers, and this process when it is the only worker, keep theirs."""
     if dask is True:
         return DaskExecutor(None, workers)
     if isinstance(dask, str):
         return DaskExecutor(dask, workers)
     if workers == 1:
         return InlineExecutor()
-    return ProcessPool(workers)
+    return ProcessPool(workers, yield_to)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import sqlite3
@@ -282,3 +283,20 @@ def test_a_campaign_traces_only_the_runs_whose_trace_it_uses(
         direct = tmp_path / f"direct-{o.seed}.ndjson"
         real_run_seed("twopc", o.seed, bug="abort-after-prepare", trace_path=direct)
         assert Path(o.trace_path).read_bytes() == direct.read_bytes()
+
+
+def _niceness(_: int) -> int:
+    return os.nice(0)
+
+
+def test_pool_workers_yield_the_cores_to_tlc_only_when_asked() -> None:
+    # A campaign that checks its runs starts its workers nicer, so that its
+    # TLC, which the rest wait for, takes a core first.
+    ours = os.nice(0)
+    with executors.make_executor(2, None, yield_to=5) as pool:
+        assert set(pool.map_unordered(_niceness, range(4))) == {min(ours + 5, 19)}
+    with executors.make_executor(2, None) as pool:
+        assert set(pool.map_unordered(_niceness, range(4))) == {ours}
+    with executors.make_executor(1, None, yield_to=5) as inline:
+        # The only worker is this process, which TLC's JVM is a child of.
+        assert set(inline.map_unordered(_niceness, range(2))) == {ours}

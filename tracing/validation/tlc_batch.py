@@ -286,11 +286,14 @@ class CheckSession:
         spec_dirs: list[Path] | None = None,
         stream: bool = False,
         stream_runs: int = 1,
+        stream_long: bool = False,
     ) -> None:
         """`stream`: check the traces whose every line logs every variable
         in long-lived TLC runs per spec and constants, `stream_runs` of them
         side by side (each explores with one thread), fed as they come
-        (`tlc_stream.TraceStream`), rather than in a run per batch."""
+        (`tlc_stream.TraceStream`), rather than in a run per batch.
+        `stream_long`: the streams will check many traces, enough to pay for
+        Java's optimizing compiler (`TraceStream`'s `long_run`)."""
         if jobs < 1:
             raise SpecError(f"jobs={jobs}: must be at least 1")
         self.results: queue.Queue[SessionResult] = queue.Queue()
@@ -309,6 +312,7 @@ class CheckSession:
         self._lock = threading.Lock()
         self._stream = stream
         self._stream_runs = max(1, stream_runs)
+        self._stream_long = stream_long
         # Per spec and constants, its streams; all of them, the streams that failed too.
         self._streams: dict[tuple[str, str], list[TraceStream]] = {}
         self._every_stream: list[TraceStream] = []
@@ -421,7 +425,10 @@ class CheckSession:
             def report(tag: Hashable, accepted: bool, seconds: float) -> None:
                 self.results.put(SessionResult(tag, accepted, seconds))
 
-            stream = TraceStream(folder, item.spec, item.constants, report, self._run_now)
+            stream = TraceStream(
+                folder, item.spec, item.constants, report, self._run_now,
+                long_run=self._stream_long,
+            )
             runs.append(stream)
             self._streams[key] = runs
             self._every_stream.append(stream)

@@ -51,10 +51,14 @@ __all__ = ["STREAM_CHUNK_STEPS", "STREAM_LAG_STEPS", "TraceStream"]
 STREAM_CHUNK_STEPS = 3000
 # Step lines TLC may hold unsettled before the campaign waits for it.
 STREAM_LAG_STEPS = 40000
-# The JIT's quick tier and one GC thread: measured on twopc, 600 traces,
-# they cost less CPU than the full optimisation and parallel GC, whose
-# threads compete with the workers for the cores.
+# One GC thread, and the JIT's quick tier only: the optimizing tier's
+# compiling costs more than it saves over a few hundred traces (twopc, 2
+# workers: 600 seeds at 111-116 seeds/s with the quick tier alone, 94-102
+# with both), and saves more than it costs over thousands (2,000 seeds:
+# 111-116 against 125-142), so a long run (`long_run`) has both tiers.
+# Parallel GC's threads cost more than they save, competing for the cores.
 _JVM_ARGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+_JVM_ARGS_LONG_RUN = ("-XX:+UseSerialGC",)
 _AT = re.compile(r"tlasimStream at (\d+)")
 _LOADED = re.compile(r"tlasimStream loaded (\d+) (\d+)")
 _END = re.compile(r'<<"tlasimEnd", <<(\d+), (\d+)>>, (\d+)>>')
@@ -86,10 +90,13 @@ class TraceStream:
         constants: dict[str, Any],
         report: Callable[[Hashable, bool, float], None],
         fallback: Callable[[list[tuple[Hashable, Any]]], None],
+        *,
+        long_run: bool = False,
     ) -> None:
         from tracing.validation.tlc_batch import prepare_folder
 
         self._folder = folder
+        self._jvm_args = _JVM_ARGS_LONG_RUN if long_run else _JVM_ARGS
         self._report, self._fallback = report, fallback
         self._chunk_steps = STREAM_CHUNK_STEPS
         self._lock = threading.Lock()
@@ -118,7 +125,7 @@ class TraceStream:
             raise ToolNotFound(f"{TLASIM_JAR} is missing: reinstall tlasim (or run `make java`)")
         java_tmp = Path(tempfile.mkdtemp(prefix="tmp-", dir=self._folder))
         command = [
-            java, f"-Djava.io.tmpdir={java_tmp}", *_JVM_ARGS,
+            java, f"-Djava.io.tmpdir={java_tmp}", *self._jvm_args,
             "-cp", os.pathsep.join([str(jar), str(TLASIM_JAR)]),
             "tlc2.TLC", "-tool", "-workers", "1", "-metadir", str(self._folder / "meta"),
             "-deadlock", "-checkpoint", "0",
@@ -162,12 +169,18 @@ class TraceStream:
         return self._unsettled_steps
 
     def finish(self) -> None:
-        """Send the rest and the end, and wait for TLC to settle every trace."""
+        """Send the rest and the end, and wait for TLC to settle every trace.
+        When every trace is settled already, TLC has nothing left to say:
+        it is stopped, not waited for (its exit took 0.35 s, the length of
+        a small campaign's tail)."""
         with self._lock:
             if self._alive and self._pending:
                 self._send()
             self._ending = True
             self._close_input()
+            done = not any(c.open for c in self._chunks.values())
+        if done and self._process.poll() is None:
+            self._process.kill()
         self._reader.join()
         self.raise_error()
 
