@@ -145,11 +145,14 @@ class ProtocolDefinition(Protocol):
         the spec record of each message in flight (see `message_record`) with
         its copy count. Log and message records arrive as hashable, immutable
         mappings, so they can be set elements and function keys as they are.
-        The simulator updates these four mappings in place from one step to
-        the next, so the result must not hold them, only values read from them.
-        A view, a log and a liveness flag in them are snapshots nobody changes,
-        and each stays the same object until its node steps, syncs or crashes,
-        so a mapping may keep what it built from them (`protocols.derived`).
+        The simulator updates `views`, `logs` and `up` in place from one
+        step to the next, so the result must not hold them, only values read
+        from them. A view, a log and a liveness flag in them are snapshots
+        nobody changes, and each stays the same object until its node steps,
+        syncs or crashes, so a mapping may keep what it built from them
+        (`protocols.derived`). `in_flight` is such a snapshot itself, the
+        same object until a message enters or leaves the network: it may be
+        the bag of messages as it is.
         """
         ...
 

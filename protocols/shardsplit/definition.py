@@ -8,6 +8,7 @@ from typing import Any
 
 from protocols.base import Core
 from protocols.definition import build_options
+from protocols.derived import Derived, per_node
 from protocols.shardsplit import bugs
 from protocols.shardsplit.client import Client
 from protocols.shardsplit.config import (
@@ -80,6 +81,16 @@ class ShardSplit:
         "NetLose", "NetDuplicate",
     })
 
+    def __init__(self) -> None:
+        # Each variable gathered from every shard or client, and the shards'
+        # liveness, kept while every node's part is the same object (see
+        # protocols.derived).
+        self._gathered: dict[str, Derived[dict[str, Any]]] = {
+            name: Derived(per_node)
+            for name in ("shardState", "kv", "applied", "pending", "clientRoute", "clientOp")
+        }
+        self._shard_up: Derived[dict[str, Any]] = Derived(per_node)
+
     @property
     def bugs(self) -> Mapping[str, BugVariant]:
         return bugs.BUGS
@@ -143,19 +154,27 @@ class ShardSplit:
         in_flight: Mapping[Hashable, int],
     ) -> dict[str, Any]:
         coord = views[COORD_ID]
+        shards, clients = config.shards, config.clients
+        shard_views = [views[s] for s in shards]
+        client_views = [views[c] for c in clients]
+        gathered = self._gathered
+
+        def each(nodes: Sequence[str], node_views: list[Mapping[str, Any]], name: str) -> Any:
+            return gathered[name](nodes, *[view[name] for view in node_views])
+
         return {
             "routing": coord["routing"],
             "splitPhase": coord["splitPhase"],
             "coordAcks": coord["coordAcks"],
             "coordUp": up[COORD_ID],
-            "shardState": {s: views[s]["shardState"] for s in config.shards},
-            "kv": {s: views[s]["kv"] for s in config.shards},
-            "applied": {s: views[s]["applied"] for s in config.shards},
-            "pending": {s: views[s]["pending"] for s in config.shards},
-            "shardUp": {s: up[s] for s in config.shards},
-            "clientRoute": {c: views[c]["clientRoute"] for c in config.clients},
-            "clientOp": {c: views[c]["clientOp"] for c in config.clients},
-            "msgs": dict(in_flight),
+            "shardState": each(shards, shard_views, "shardState"),
+            "kv": each(shards, shard_views, "kv"),
+            "applied": each(shards, shard_views, "applied"),
+            "pending": each(shards, shard_views, "pending"),
+            "shardUp": self._shard_up(shards, *map(up.__getitem__, shards)),
+            "clientRoute": each(clients, client_views, "clientRoute"),
+            "clientOp": each(clients, client_views, "clientOp"),
+            "msgs": in_flight,
         }
 
     def make_oracle(self, config: ShardSplitConfig) -> ShardSplitOracle:

@@ -8,6 +8,7 @@ from typing import Any
 
 from protocols.base import Core
 from protocols.definition import build_options
+from protocols.derived import Derived, per_node
 from protocols.snapshot import bugs
 from protocols.snapshot.client import SnapshotClient
 from protocols.snapshot.config import (
@@ -79,6 +80,11 @@ class SnapshotTransfer:
         "NetLose", "NetDuplicate",
     })
 
+    def __init__(self) -> None:
+        # The clients' operations, kept while each client's is the same
+        # object (see protocols.derived).
+        self._client_op: Derived[dict[str, Any]] = Derived(per_node)
+
     @property
     def bugs(self) -> Mapping[str, BugVariant]:
         return bugs.BUGS
@@ -142,8 +148,10 @@ class SnapshotTransfer:
             "srcUp": up[SOURCE_ID],
             **rcv,
             "rcvUp": up[RECEIVER_ID],
-            "clientOp": {c: views[c]["clientOp"] for c in config.clients},
-            "msgs": dict(in_flight),
+            "clientOp": self._client_op(
+                config.clients, *[views[c]["clientOp"] for c in config.clients]
+            ),
+            "msgs": in_flight,
         }
 
     def make_oracle(self, config: SnapshotConfig) -> SnapshotOracle:

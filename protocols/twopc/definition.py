@@ -144,7 +144,7 @@ class TwoPhaseCommit:
             "rmState": self._rm_state(config.txs, rms, *map(views.__getitem__, rms)),
             "rmLog": self._rm_log(rms, *map(logs.__getitem__, rms)),
             "rmUp": self._rm_up(rms, *map(up.__getitem__, rms)),
-            "msgs": dict(in_flight),
+            "msgs": in_flight,
         }
 
     def _gather_rm_state(

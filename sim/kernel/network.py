@@ -51,6 +51,7 @@ class Network:
         self._spec_record = spec_record
         # The spec's `msgs` bag, kept up to date as copies enter and leave.
         self.in_flight: Counter[Hashable] = Counter()
+        self._bag: dict[Hashable, int] | None = None  # see `bag`
         # payload -> the message's spec record. The receiver decodes the
         # message from exactly these bytes, so equal payloads are equal
         # messages with equal records, and a message sent again (a resend, a
@@ -91,11 +92,23 @@ class Network:
         self.duplicated += 1
         self._put(now, entry, arrive)
 
+    def bag(self) -> dict[Hashable, int]:
+        """`in_flight` as a snapshot nobody changes: the same object until a
+        copy enters or leaves, so a step that moved no message hands the
+        trace recorder the very bag of the step before, which it names
+        rather than compares."""
+        bag = self._bag
+        if bag is None:
+            bag = self._bag = dict(self.in_flight)
+        return bag
+
     def _put(self, now: int, entry: InFlight, arrive: Callable[[InFlight], None]) -> None:
         self.in_flight[entry.record] += 1
+        self._bag = None
         self._schedule(self._latency(now, entry), lambda: arrive(entry))
 
     def remove(self, entry: InFlight) -> None:
+        self._bag = None
         count = self.in_flight[entry.record] - 1
         if count:
             self.in_flight[entry.record] = count

@@ -231,7 +231,7 @@ class Simulation:
             self._up[node_id] = host.up
         self._changed.clear()
         return self.protocol.spec_vars(
-            self.config, self._views, self._logs, self._up, self.network.in_flight
+            self.config, self._views, self._logs, self._up, self.network.bag()
         )
 
     def _record(self, node: str | None, action: str, params: Mapping[str, Any]) -> None:
