@@ -2,11 +2,13 @@
 side by side, and where TLC's time per checked step goes.
 
 For each protocol's standard campaign (its default options, swarm faults)
-at 2 workers, one process runs the same seeds three ways, back to back:
-`run_campaign(..., validate="none")`, `validate="all"` (every run checked by
-TLC in the campaign's session), and for scale `validate="all"` as it was
-before (every run traced to a log and each batch of ten checked by its own
-TLC run with the text modules, `method="reference"`) on a tenth of the seeds.
+at 2 workers, one process runs the same seeds both ways, back to back:
+`run_campaign(..., validate="none")` and `validate="all"` (every run checked
+by TLC in the campaign's session), PAIRS times, at two sizes (a short
+campaign, and a long one whose fixed costs are small); and for scale
+`validate="all"` as it was before (every run traced to a log and each batch
+of ten checked by its own TLC run with the text modules,
+`method="reference"`) on a tenth of the short campaign's seeds.
 
 `profile` splits the cost per checked step of one batch's worth of traces: recording the
 runs for TLC in Python, writing the batch file, TLC's fixed cost per run
@@ -22,6 +24,7 @@ is part of a campaign: `tlasim repro` explains a rejection on demand.
 from __future__ import annotations
 
 import resource
+import statistics
 import tempfile
 import time
 from dataclasses import dataclass
@@ -39,32 +42,44 @@ from tracing.validation.tlc_batch import BatchItem, CheckSession, check_batch, p
 from tracing.validation.validator import BATCH_STEPS
 
 SEEDS = {"twopc": 600, "shardsplit": 300, "snapshot": 300}
+# Long enough that the fixed cost (TLC's start, its compiler's warm-up) is a
+# small part: a campaign's steady state, and the optimizing JIT's turn
+# (`sweep.LONG_RUN_SEEDS`).
+LONG_SEEDS = {"twopc": 2000, "shardsplit": 1000, "snapshot": 1000}
+# The machines are noisy (the same campaign twice in a row differs by up to
+# a fifth): each size runs this many none/all pairs back to back, and the
+# ratio reported is the median pair's.
+PAIRS = 3
 
 
 @dataclass(frozen=True)
 class Ratio:
     protocol: str
     seeds: int
-    none_seconds: float
-    all_seconds: float
+    pairs: tuple[tuple[float, float], ...]  # (none, all) seconds, pair by pair
     before_seeds: int
     before_seconds: float
 
     @property
+    def ratios(self) -> list[float]:
+        """all/none in seeds per second, pair by pair, sorted."""
+        return sorted(none / checked for none, checked in self.pairs)
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.ratios)
+
+    @property
     def none_rate(self) -> float:
-        return self.seeds / self.none_seconds
+        return self.seeds / statistics.median(none for none, _ in self.pairs)
 
     @property
     def all_rate(self) -> float:
-        return self.seeds / self.all_seconds
+        return self.seeds / statistics.median(checked for _, checked in self.pairs)
 
     @property
     def before_rate(self) -> float:
         return self.before_seeds / self.before_seconds
-
-    @property
-    def ratio(self) -> float:
-        return self.all_rate / self.none_rate
 
 
 def _timed_campaign(protocol: str, seeds: int, validate: str) -> float:
@@ -95,12 +110,15 @@ def _before(protocol: str, seeds: int) -> float:
 
 def ratios() -> list[Ratio]:
     out = []
-    for protocol, seeds in SEEDS.items():
-        none = _timed_campaign(protocol, seeds, "none")
-        checked = _timed_campaign(protocol, seeds, "all")
-        before_seeds = max(10, seeds // 10)
-        out.append(Ratio(protocol, seeds, none, checked, before_seeds,
-                         _before(protocol, before_seeds)))
+    for protocol in SEEDS:
+        before_seeds = max(10, SEEDS[protocol] // 10)
+        before = _before(protocol, before_seeds)
+        for seeds in (SEEDS[protocol], LONG_SEEDS[protocol]):
+            pairs = tuple(
+                (_timed_campaign(protocol, seeds, "none"), _timed_campaign(protocol, seeds, "all"))
+                for _ in range(PAIRS)
+            )
+            out.append(Ratio(protocol, seeds, pairs, before_seeds, before))
     return out
 
 

@@ -39,17 +39,21 @@ def _verdicts(session: CheckSession, count: int) -> dict[Hashable, SessionResult
 
 
 def _check(items: dict[Hashable, PreparedTrace], *, stream: bool,
-           workdir: Path | None = None, runs: int = 1) -> dict[Hashable, SessionResult]:
-    with CheckSession(jobs=1, stream=stream, workdir=workdir, stream_runs=runs) as session:
+           workdir: Path | None = None, runs: int = 1,
+           long_run: bool = False) -> dict[Hashable, SessionResult]:
+    with CheckSession(jobs=1, stream=stream, workdir=workdir, stream_runs=runs,
+                      stream_long=long_run) as session:
         for tag, prepared in items.items():
             session.submit(tag, prepared)
         session.flush()
         return _verdicts(session, len(items))
 
 
-@pytest.mark.parametrize("runs", [1, 2])
+# Two streams side by side; and one with Java's optimizing compiler, as a
+# long campaign runs it.
+@pytest.mark.parametrize(("runs", "long_run"), [(1, False), (2, False), (1, True)])
 def test_the_stream_gives_each_trace_the_verdict_of_a_run_per_batch(
-    monkeypatch: pytest.MonkeyPatch, runs: int,
+    monkeypatch: pytest.MonkeyPatch, runs: int, long_run: bool,
 ) -> None:
     # A third of the runs carry a bug TLC rejects, at lines far apart, in
     # chunks small enough that many start while others are under way.
@@ -58,7 +62,7 @@ def test_the_stream_gives_each_trace_the_verdict_of_a_run_per_batch(
     }
     batch = _check(items, stream=False)
     monkeypatch.setattr(tlc_stream, "STREAM_CHUNK_STEPS", 700)
-    streamed = _check(items, stream=True, runs=runs)
+    streamed = _check(items, stream=True, runs=runs, long_run=long_run)
     assert {t: r.accepted for t, r in streamed.items()} == {
         t: r.accepted for t, r in batch.items()
     }

@@ -1,0 +1,36 @@
+"""The manifest's TLC checks of one protocol's specs, for the test file of
+that protocol: a file per protocol, so that pytest-xdist (a file per
+worker) spreads minutes of TLC over the cores instead of leaving them to
+one worker at the end of the suite."""
+
+from __future__ import annotations
+
+from tracing.tla.speccheck import SpecCheckResult, check_specs, read_manifest
+
+PROTOCOLS = ("twopc", "shardsplit", "snapshot")
+
+
+def check_names(protocol: str) -> set[str]:
+    """The manifest's checks of `protocol`: those its name starts."""
+    return {c.name for c in read_manifest() if c.name.startswith(f"{protocol}-")}
+
+
+def run_checks(protocol: str) -> list[SpecCheckResult]:
+    names = check_names(protocol)
+    assert names, f"the manifest holds no check of {protocol}"
+    return check_specs(names=sorted(names))
+
+
+def assert_all_match(results: list[SpecCheckResult]) -> None:
+    failed = [r.summary() for r in results if not r.passed]
+    assert not failed, "\n".join(failed)
+
+
+def assert_wrong_specs_caught(protocol: str, results: list[SpecCheckResult]) -> None:
+    """Each deliberately wrong spec variant of `protocol` (a check whose
+    expected outcome is not "ok") is rejected by TLC as the manifest says."""
+    wrong = {c.name for c in read_manifest() if c.expect != "ok"} & check_names(protocol)
+    assert wrong, f"the manifest must hold a spec variant of {protocol} that TLC rejects"
+    caught = [r for r in results if r.check.name in wrong]
+    assert len(caught) == len(wrong)
+    assert all(r.passed and r.actual != "ok" for r in caught), [r.summary() for r in caught]
