@@ -113,6 +113,11 @@ define
     QueuedNotFree == \A i \in 1..Len(expected) : expected[i] \notin free
     EndsNotFree == head \notin free /\ tail \notin free
 
+    (* The linearization points make the tail the emptiness flag: the      *)
+    (* reference is empty exactly when tail is null.  It is why empty()    *)
+    (* may read tail alone; head is null also while a push is half done.   *)
+    TailNullIffEmpty == (tail = None) = (expected = <<>>)
+
     (* The oracle's checks, made in the step that linearizes an operation, *)
     (* so `expected` is the reference's state at that instant.             *)
     RemovedIsFront(x) == expected # <<>> /\ x = Head(expected)
@@ -246,7 +251,7 @@ e_load:
     goto run;
 end process;
 end algorithm; *)
-\* BEGIN TRANSLATION - the hash of the PCal code: PCal-09d9248c111db7d5cef096ad084c5e5e
+\* BEGIN TRANSLATION - the hash of the PCal code: PCal-6b0afbe17f077ca337a245e898007492
 VARIABLES free, next, head, tail, consumer, expected, mismatch, steps, pc
 
 (* define statement *)
@@ -266,6 +271,11 @@ TypeOK ==
 
 QueuedNotFree == \A i \in 1..Len(expected) : expected[i] \notin free
 EndsNotFree == head \notin free /\ tail \notin free
+
+
+
+
+TailNullIffEmpty == (tail = None) = (expected = <<>>)
 
 
 
@@ -488,5 +498,5 @@ Spec == Init /\ [][Next]_vars
 
 Termination == <>(\A self \in ProcSet: pc[self] = "Done")
 
-\* END TRANSLATION - the hash of the generated TLA code (remove to silence divergence warnings): TLA-33cccd75785c51421555177e858d2a4f
+\* END TRANSLATION - the hash of the generated TLA code (remove to silence divergence warnings): TLA-52cb8fdaf768172fec722a76dc10d3b0
 =============================================================================

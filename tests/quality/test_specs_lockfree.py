@@ -1,4 +1,4 @@
-"""Every lockfree spec config gives the result specs/manifest.json records, with TLC."""
+"""Every lock-free model config (specs/lockfree) gives the result the manifest records."""
 
 from __future__ import annotations
 
