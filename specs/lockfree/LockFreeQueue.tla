@@ -12,8 +12,8 @@
 (*     Node* previous = tail.exchange(node);                               *)
 (*     if (previous) previous->next.store(node); else head.store(node);    *)
 (*   }                                                                     *)
-(*   Node* remove() {                  // removers take turns: consumer   *)
-(*     while (!consumer.compare_exchange_weak(nobody, self)) {}           *)
+(*   Node* remove() {                  // removers take turns: consumer    *)
+(*     while (!consumer.compare_exchange_weak(nobody, self)) {}            *)
 (*     Node* h;                                                            *)
 (*     for (;;) {                                                          *)
 (*       h = head.load();                                                  *)
@@ -25,7 +25,7 @@
 (*       if (n) { head.store(n); break; }                                  *)
 (*       if (tail.compare_exchange_strong(h, nullptr)) {                   *)
 (*         head.compare_exchange_strong(h, nullptr); break;                *)
-(*       }                              // else a producer will link h    *)
+(*       }                              // else a producer will link h     *)
 (*     }                                                                   *)
 (*     free(h); consumer.store(nobody); return h;                          *)
 (*   }                                                                     *)
@@ -49,12 +49,12 @@
 (*    head.                                                                *)
 (*                                                                         *)
 (* Models: the C++ above (seed 000 quotes append; remove and empty are     *)
-(* ours).  No code in this repository implements it, so there is no       *)
+(* ours).  No code in this repository implements it, so there is no        *)
 (* modelled.json: docs/lockfree-model.md holds the algorithm, and a change *)
 (* to it there needs the same change here.                                 *)
 (*                                                                         *)
 (* What this model simplifies or leaves out:                               *)
-(*  - memory is sequentially consistent: every step is immediately        *)
+(*  - memory is sequentially consistent: every step is immediately         *)
 (*    visible to every worker; the memory_order of each atomic is not      *)
 (*    modelled, so a weakly ordered CPU may run executions TLC never saw;  *)
 (*  - removers take turns through the consumer flag (the queue is          *)
@@ -67,7 +67,7 @@
 (*    payload, a node's address is the element;                            *)
 (*  - a spin that fails changes nothing, so the consumer flag's spin is an *)
 (*    await, and a waiting remover's reloads are steps that loop;          *)
-(*  - choosing the next operation and the alloc() of an append are one    *)
+(*  - choosing the next operation and the alloc() of an append are one     *)
 (*    fixture step (run) that touches no shared word but free.             *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets, TLC
@@ -129,10 +129,10 @@ define
     Symmetry == Permutations(Nodes) \cup Permutations(Procs)
 end define;
 
-(* The oracle's check in a linearizing step: on a disagreement, record   *)
-(* who disagreed, which check failed, the structure's answer and the     *)
-(* reference then.  OracleAgrees is then violated, so TLC prints the     *)
-(* schedule (it prints none for a failed Assert inside a step).          *)
+(* The oracle's check in a linearizing step: on a disagreement, record     *)
+(* who disagreed, which check failed, the structure's answer and the       *)
+(* reference then.  OracleAgrees is then violated, so TLC prints the       *)
+(* schedule (it prints none for a failed Assert inside a step).            *)
 macro oracle(name, ok, answer) begin
     if ~ok then
         mismatch := [worker |-> self, check |-> name,
