@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tracing.tla.speccheck import SpecCheckResult, check_specs, read_manifest
 
-PROTOCOLS = ("twopc", "shardsplit", "snapshot")
+PROTOCOLS = ("twopc", "shardsplit", "snapshot", "lockfree")
 
 
 def check_names(protocol: str) -> set[str]:

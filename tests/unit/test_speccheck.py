@@ -12,11 +12,12 @@ from protocols.errors import SpecError
 from tracing.tla.speccheck import check_specs, find_spec, load_trace_spec, read_manifest
 
 _TOY = """---- MODULE Toy ----
-EXTENDS Naturals
+EXTENDS Naturals, TLC
 VARIABLE x
 Init == x = 0
 Next == x' = (x + 1) % 4
 Small == x < 2
+Asserting == Next /\\ Assert(x < 2, "XBelowTwo")
 ====
 """
 
@@ -26,6 +27,7 @@ def write_manifest(root: Path, checks: list[dict[str, Any]], schema: int = 1) ->
     (root / "toy" / "Toy.tla").write_text(_TOY)
     (root / "toy" / "Ok.cfg").write_text("INIT Init\nNEXT Next\n")
     (root / "toy" / "Inv.cfg").write_text("INIT Init\nNEXT Next\nINVARIANT Small\n")
+    (root / "toy" / "Assert.cfg").write_text("INIT Init\nNEXT Asserting\n")
     path = root / "manifest.json"
     path.write_text(json.dumps({"schema": schema, "checks": checks}))
     return path
@@ -63,6 +65,25 @@ def test_check_specs_reports_a_wrong_outcome(tmp_path: Path) -> None:
     (result,) = check_specs(manifest, names=["toy"])
     assert not result.passed
     assert result.problems == ("outcome: expected ok, got invariant",)
+
+
+def test_check_specs_expects_a_failed_assertion_by_its_message(tmp_path: Path) -> None:
+    # A PlusCal `assert`, or an Assert in an action, fails while TLC computes
+    # a step: the outcome "assertion", named by Assert's second argument.
+    manifest = write_manifest(
+        tmp_path,
+        [
+            entry("toy-assert", "toy/Assert.cfg", "assertion", violated="XBelowTwo"),
+            entry("toy-assert-other", "toy/Assert.cfg", "assertion", violated="Other"),
+            entry("toy-assert-ok", "toy/Assert.cfg", "ok"),
+        ],
+    )
+    named, other, ok = check_specs(manifest)
+    assert named.passed, named.summary()
+    assert (named.outcome, named.violated) == ("assertion", "XBelowTwo")
+    assert named.expected == "assertion XBelowTwo"
+    assert other.problems == ("violated: expected Other, got XBelowTwo",)
+    assert ok.problems == ("outcome: expected ok, got assertion",)
 
 
 @pytest.mark.parametrize(

@@ -125,6 +125,43 @@ def test_parse_result_classifies_by_message_code(
     assert (result.outcome, result.violated) == (outcome, violated)
 
 
+# What TLC 2.15 prints for an Assert that fails while it computes a step: an
+# evaluation error (1000) whose last line ": " opens the message of its cause.
+_ASSERT_FAILED = (
+    "@!@!@STARTMSG 1000:1 @!@!@\n"
+    "TLC threw an unexpected exception.\n"
+    "This was probably caused by an error in the spec or model.\n"
+    "See the User Output or TLC Console for clues to what happened.\n"
+    "The exception was a tlc2.tool.EvalException\n"
+    ": @!@!@STARTMSG 2132:0 @!@!@\n"
+    "The first argument of Assert evaluated to FALSE; the second argument was:\n"
+    '"Removed \\"front\\""\n'
+    "@!@!@ENDMSG 2132 @!@!@\n"
+    "@!@!@ENDMSG 1000 @!@!@\n"
+)
+
+
+def test_parse_result_reads_a_failed_assert_nested_in_an_evaluation_error() -> None:
+    out = (
+        _ASSERT_FAILED
+        + msg(EC.TLC_NESTED_EXPRESSION, 1, "The error occurred when TLC was evaluating ...")
+        + msg(EC.TLC_STATS, 0, "3 states generated, 3 distinct states found, 0 left.")
+    )
+    result = parse_result(12, out, "", 0.0)
+    assert [m.code for m in result.messages] == [1000, 2132, EC.TLC_NESTED_EXPRESSION, 2199]
+    assert (result.outcome, result.violated) == ("assertion", 'Removed \\"front\\"')
+    assert result.distinct_states == 3
+    assert "Assert evaluated to FALSE" in result.messages[1].text
+
+
+def test_a_start_marker_after_colon_inside_a_line_is_text() -> None:
+    # Only ": " at the very start of a line may precede a start marker.
+    out = msg(EC.TLC_SUCCESS, 0, 'x: @!@!@STARTMSG 2132:0 @!@!@\n"a"')
+    result = parse_result(0, out, "", 0.0)
+    assert [m.code for m in result.messages] == [EC.TLC_SUCCESS]
+    assert result.outcome == "ok"
+
+
 def test_parse_result_without_success_message_is_an_error() -> None:
     assert parse_result(0, msg(EC.TLC_VERSION, 0, "TLC2"), "", 0.0).outcome == "error"
 

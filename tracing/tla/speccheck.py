@@ -7,11 +7,11 @@ Theory of operation: a trace names its spec module; `find_spec` looks for
 variables, the constants, the template's TraceActionNames).
 
 The manifest records, for each model, the outcome TLC must reach (a clean
-run, or the named invariant or property violated, or a deadlock or liveness
-failure) and, when given, the exact number of distinct states. TLC runs
-with one worker, so the counts are deterministic, and a changed count is the
-first sign that a spec drifted. This module reads specs and runs TLC; it
-never edits a spec.
+run, or the named invariant or property violated, or the named Assert
+failed, or a deadlock or liveness failure) and, when given, the exact number
+of distinct states. TLC runs with one worker, so the counts are
+deterministic, and a changed count is the first sign that a spec drifted.
+This module reads specs and runs TLC; it never edits a spec.
 
 Manifest schema (paths relative to the manifest's folder):
 

@@ -64,6 +64,7 @@ class EC:
     TLC_NO_STATES_SATISFYING_INIT = 2118
     TLC_BEHAVIOR_UP_TO_THIS_POINT = 2121
     TLC_BACK_TO_STATE = 2122
+    TLC_VALUE_ASSERT_FAILED = 2132  # Assert(FALSE, msg), which a PlusCal `assert` becomes
     TLC_PARSING_FAILED2 = 2171
     TLC_COMPUTING_INIT = 2189  # "Computing initial states...": parsing and config are done
     TLC_SUCCESS = 2193
@@ -85,7 +86,7 @@ class Severity:
     STATE = 4
 
 
-Outcome = Literal["ok", "invariant", "property", "deadlock", "liveness", "error"]
+Outcome = Literal["ok", "invariant", "property", "assertion", "deadlock", "liveness", "error"]
 
 # Each violation code, the outcome it means, and the template its parameter
 # (the violated definition's name) sits in, from tlc2.output.MP. For a
@@ -105,6 +106,12 @@ _VIOLATIONS: dict[int, tuple[Outcome, re.Pattern[str] | None]] = {
         "property",
         re.compile(r"Action property (.+?) is violated\."),
     ),
+    # An Assert that failed while TLC computed a step: its second argument,
+    # which names the assertion (a PlusCal `assert` names its source line).
+    EC.TLC_VALUE_ASSERT_FAILED: (
+        "assertion",
+        re.compile(r'the second argument was:\s*"((?:[^"\\]|\\.)*)"'),
+    ),
     # "Temporal properties were violated." names no property.
     EC.TLC_TEMPORAL_PROPERTY_VIOLATED: ("liveness", None),
     EC.TLC_DEADLOCK_REACHED: ("deadlock", None),
@@ -118,9 +125,13 @@ _STATS = re.compile(r"([\d,]+) states? generated, ([\d,]+) distinct states? foun
 # A marker counts only as a whole line. TLC prints every string value quoted,
 # with its newlines escaped, so a logged string that holds marker text always
 # sits inside a line (after `"`), never alone on one: only TLC's own markers
-# match. The newline before an end marker belongs to the marker, not the text.
+# match. One exception is TLC's own: an evaluation error (code 1000) ends
+# "The exception was a tlc2.tool.EvalException" with a line ": " followed by
+# the start marker of its cause (a failed Assert, 2132), so a start marker may
+# follow ": " at the start of its line. The newline before an end marker
+# belongs to the marker, not the text.
 _MARKER = re.compile(
-    r"^@!@!@STARTMSG (?P<code>-?\d+):(?P<severity>\d+) @!@!@\r?(?:\n|\Z)"
+    r"^(?:: )?@!@!@STARTMSG (?P<code>-?\d+):(?P<severity>\d+) @!@!@\r?(?:\n|\Z)"
     r"|(?:\r?\n)?^@!@!@ENDMSG (?P<end>-?\d+) @!@!@\r?(?:\n|\Z)",
     re.MULTILINE,
 )
