@@ -18,9 +18,10 @@ returns; with the two network actions and the kernel's "Init", that is the
 set the code can emit. (The unit tests also hold it to the actions seen in
 simulated runs.)
 
-Spec drift. Every spec folder holds `modelled.json`, the record of the
-Python code its spec models, with a hash of each piece as a human last
-reviewed it; sim/drift/modelled.py reads, checks and updates these records.
+Spec drift. Every protocol's spec folder holds `modelled.json`, the record
+of the Python code its spec models (specs/lockfree models no Python yet),
+with a hash of each piece as a human last reviewed it; sim/drift/modelled.py
+reads, checks and updates these records.
 
 `check_drift` runs both checks for `tlasim drift`. This module only reads
 the protocols' source and the specs; it never edits a spec, the code or a
