@@ -5,6 +5,11 @@ one worker at the end of the suite."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
 from tracing.tla.speccheck import SpecCheckResult, check_specs, read_manifest
 
 SPEC_FOLDERS = ("twopc", "shardsplit", "snapshot", "lockfree")
@@ -37,3 +42,29 @@ def assert_wrong_specs_caught(protocol: str, results: list[SpecCheckResult]) -> 
     caught = [r for r in results if r.check.name in wrong]
     assert len(caught) == len(wrong)
     assert all(r.passed and r.actual != "ok" for r in caught), [r.summary() for r in caught]
+
+
+def folder_tests(folder: str) -> tuple[Callable[..., Any], ...]:
+    """The fixture `results` (one TLC pass over the folder's checks, which
+    both tests read) and the two tests, for a test module to bind at its top
+    level, where pytest finds them. Both tests are TLC model checks: slow."""
+
+    @pytest.fixture(scope="module", name="results")
+    def results() -> list[SpecCheckResult]:
+        return run_checks(folder)
+
+    @pytest.mark.slow
+    def test_every_manifest_check_matches_tlc(results: list[SpecCheckResult]) -> None:
+        assert_all_match(results)
+
+    @pytest.mark.slow
+    def test_the_deliberately_wrong_specs_are_caught_by_tlc(
+        results: list[SpecCheckResult],
+    ) -> None:
+        assert_wrong_specs_caught(folder, results)
+
+    return (
+        results,
+        test_every_manifest_check_matches_tlc,
+        test_the_deliberately_wrong_specs_are_caught_by_tlc,
+    )

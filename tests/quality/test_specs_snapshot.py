@@ -1,25 +1,12 @@
-"""Every snapshot spec config gives the result specs/manifest.json records, with TLC."""
+"""Every snapshot spec config gives the result specs/manifest.json records, with TLC
+(the configs the manifest marks slow: `make check-specs`)."""
 
 from __future__ import annotations
 
-import pytest
-from spec_manifest_checks import assert_all_match, assert_wrong_specs_caught, run_checks
+from spec_manifest_checks import folder_tests
 
-from tracing.tla.speccheck import SpecCheckResult
-
-# TLC model checks: minutes.
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def results() -> list[SpecCheckResult]:
-    # One TLC pass over the protocol's checks serves both tests.
-    return run_checks("snapshot")
-
-
-def test_every_manifest_check_matches_tlc(results: list[SpecCheckResult]) -> None:
-    assert_all_match(results)
-
-
-def test_the_deliberately_wrong_specs_are_caught_by_tlc(results: list[SpecCheckResult]) -> None:
-    assert_wrong_specs_caught("snapshot", results)
+(
+    results,
+    test_every_manifest_check_matches_tlc,
+    test_the_deliberately_wrong_specs_are_caught_by_tlc,
+) = folder_tests("snapshot")
