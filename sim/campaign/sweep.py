@@ -463,11 +463,12 @@ def run_campaign(
         # run at a time per two workers. Once they are done, the last traces
         # are cut into a batch per worker, run side by side.
         jobs = max(1, workers // 2)
-        # TLC first: the workers yield the cores to it (see WORKERS_YIELD_TO_TLC).
-        yield_to = WORKERS_YIELD_TO_TLC if mode.kind in ("all", "sample") else 0
         with (
-            make_executor(workers, dask, yield_to) as executor,
             _session(mode, workers, sum(map(mode.samples, todo))) as session,
+            # TLC first: the workers yield the cores to it (see WORKERS_YIELD_TO_TLC).
+            make_executor(
+                workers, dask, WORKERS_YIELD_TO_TLC if session is not None else 0
+            ) as executor,
         ):
             checking = _Checking(session, jobs, workers, finish, recheck)
             for batch in executor.map_unordered(work, batches(todo, size)):
