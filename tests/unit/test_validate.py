@@ -535,3 +535,28 @@ def test_validate_traces_isolates_an_evaluation_error_in_init(spec_dir: Path) ->
     d = verdicts[2].divergence
     assert d is not None and (d.step, d.reason) == (1, "eval_error")
     assert d.tlc_error
+
+
+def test_a_spec_assert_that_fails_on_one_trace_rejects_that_trace_alone(
+    tmp_path: Path,
+) -> None:
+    # A failed Assert (which a PlusCal `assert` becomes) stops TLC for the
+    # whole batch, printing no state; the trace it belongs to is found as an
+    # evaluation error's is, and the others keep their verdicts.
+    toy = tmp_path / "toy"
+    toy.mkdir()
+    asserting = 'Reset == count > 0 /\\ Assert(count # 2, "reset from two") /\\'
+    (toy / "Counter.tla").write_text(
+        _COUNTER.replace("EXTENDS Naturals, Sequences", "EXTENDS Naturals, Sequences, TLC")
+        .replace("Reset == count > 0 /\\", asserting)
+    )
+    (toy / "CounterTrace.tla").write_text(_TEMPLATE)
+    from_one = [GOOD[0], GOOD[1], ("Reset", state(0, ("a",)))]
+    traces = [from_one, GOOD, GOOD[:3]]
+    verdicts = validate_traces([make_trace(t) for t in traces], spec_dirs=[tmp_path])
+    got = [
+        (v.accepted, v.divergence and (v.divergence.step, v.divergence.reason)) for v in verdicts
+    ]
+    # Reset is line 5 of GOOD, from a count of two.
+    assert got == [(True, None), (False, (5, "eval_error")), (True, None)]
+    assert "reset from two" in (verdicts[1].divergence.tlc_error or "")

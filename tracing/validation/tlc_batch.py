@@ -36,6 +36,7 @@ the validator on the trace's file.
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import shutil
 import tempfile
@@ -231,7 +232,9 @@ def _run_batch(
         return
     if codes & {EC.TLC_PARSING_FAILED, EC.TLC_PARSING_FAILED2}:
         raise TLCError(f"TLC could not parse the generated trace modules:\n{result.error_text()}")
-    if result.outcome != "error" or EC.TLC_COMPUTING_INIT not in codes:
+    # A failed Assert (a PlusCal `assert`) in the spec stops TLC as an
+    # evaluation error does, and is one: of the trace that reached it.
+    if result.outcome not in ("error", "assertion") or EC.TLC_COMPUTING_INIT not in codes:
         raise TLCError(
             f"TLC failed while checking traces ({result.outcome}, exit code "
             f"{result.exit_code}):\n{result.error_text() or result.output[-2000:]}"
@@ -244,7 +247,15 @@ def _run_batch(
         item.step, item.reason, item.tlc_error = line + 1, "eval_error", result.error_text()
         rest = batch[: culprit - 1] + batch[culprit:]
     elif len(batch) == 1:
-        batch[0].step, batch[0].reason, batch[0].tlc_error = 1, "eval_error", result.error_text()
+        # No state printed: the error was in Init (line 1), or a failed
+        # Assert, which TLC reports without the state it was evaluating.
+        item = batch[0]
+        step, error = 1, result.error_text()
+        if result.outcome == "assertion":
+            error = f'the spec\'s Assert failed: "{result.violated}"\n{error}'
+            if locate and item.trace is not None:
+                step = _first_failing_line(workdir, item, item.trace, timeout_s, tlc, method)
+        item.step, item.reason, item.tlc_error = step, "eval_error", error
         return
     else:
         half = len(batch) // 2
@@ -253,6 +264,34 @@ def _run_batch(
         return
     if rest:
         _run_batch(workdir, rest, timeout_s, tlc, method, locate, ends_only)
+
+
+def _first_failing_line(
+    workdir: Path,
+    item: BatchItem,
+    trace: Trace,
+    timeout_s: float | None,
+    tlc: Callable[..., TLCResult],
+    method: Method,
+) -> int:
+    """The line whose step failed an Assert, which TLC names no state of: the
+    shortest prefix of the trace that fails, found by bisection. Every step
+    before that line was one of the spec (TLC got past it), so a prefix
+    fails exactly when it holds that line."""
+    good, bad = 1, item.steps  # the first line alone is Init: it passed
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        probe = BatchItem(
+            item.spec, item.constants, middle,
+            trace=dataclasses.replace(trace, steps=trace.steps[:middle]),
+            full_logs=item.full_logs,
+        )
+        _run_batch(workdir, [probe], timeout_s, tlc, method, locate=False, ends_only=True)
+        if probe.reason == "eval_error":
+            bad = middle
+        else:
+            good = middle
+    return bad
 
 
 # --- a session: traces as they come -------------------------------------------
