@@ -157,11 +157,7 @@ class ShardSplit:
         shards, clients = config.shards, config.clients
         shard_views = [views[s] for s in shards]
         client_views = [views[c] for c in clients]
-        gathered = self._gathered
-
-        def each(nodes: Sequence[str], node_views: list[Mapping[str, Any]], name: str) -> Any:
-            return gathered[name](nodes, *[view[name] for view in node_views])
-
+        each = self._each
         return {
             "routing": coord["routing"],
             "splitPhase": coord["splitPhase"],
@@ -176,6 +172,13 @@ class ShardSplit:
             "clientOp": each(clients, client_views, "clientOp"),
             "msgs": in_flight,
         }
+
+    def _each(
+        self, nodes: Sequence[str], node_views: list[Mapping[str, Any]], name: str
+    ) -> dict[str, Any]:
+        """Variable `name` gathered from the views of `nodes`, kept while
+        every node's part is the same object."""
+        return self._gathered[name](nodes, *[view[name] for view in node_views])
 
     def make_oracle(self, config: ShardSplitConfig) -> ShardSplitOracle:
         return ShardSplitOracle(config)
