@@ -49,6 +49,11 @@ _MESSAGE_RECORDS: weakref.WeakKeyDictionary[ProtocolDefinition, dict[bytes, Hash
 )
 
 
+def message_records(protocol: ProtocolDefinition) -> dict[bytes, Hashable]:
+    """The process's cache of `protocol`'s message records, by payload."""
+    return _MESSAGE_RECORDS.setdefault(protocol, {})
+
+
 @dataclass(slots=True)
 class RunStats:
     steps: int = 0
@@ -121,7 +126,7 @@ class Simulation(StepMachine):
             self._schedule,
             protocol.encode_message,
             lambda msg: Record(protocol.message_record(msg)),
-            _MESSAGE_RECORDS.setdefault(protocol, {}),
+            message_records(protocol),
         )
         self.stats = RunStats()
         self._timer_generation = itertools.count()

@@ -1,0 +1,1 @@
+"""Exhaustive exploration: every schedule of a protocol's cores within bounds."""

@@ -1,0 +1,232 @@
+"""Every schedule within the bounds: breadth- or depth-first over whole-system states.
+
+Theory of operation: a search starts from the initial state (the "Init"
+line written, no node started) and tries every enabled move from every
+state it reaches (`ExploredSystem.moves`), each on its own copy of the
+state. A move of a node that may still crash is also tried once per step it
+took, crashing after that step. States are named by their canonical digest,
+so each is expanded once. Breadth-first order, the default, finds a shortest
+counterexample. Depth-first order keeps less in memory.
+
+Every oracle runs at every trace step of every move, as in a simulated run.
+A step the oracle rejects, or a core that raises, ends the search with that
+schedule. When the search has seen every state within its bounds, it checks
+liveness: from every state it expanded, some fault-free schedule (starts,
+deliveries, timers, restarts) must reach a state where the protocol has
+finished. A state that cannot is a counterexample too. A search cut short
+by `max_states`, `max_depth` or `time_limit` says so: what it did not
+expand, it did not check.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from protocols.definition import ProtocolDefinition
+from protocols.errors import ConfigError, InvariantViolation
+from sim.explore.moves import Move
+from sim.explore.system import ExploredSystem, FaultBounds
+
+BFS = "bfs"
+DFS = "dfs"
+
+FOUND_SAFETY = "safety"
+FOUND_LIVENESS = "liveness"
+FOUND_ERROR = "error"  # a core raised: the protocol's code failed, not an oracle
+
+
+@dataclass(frozen=True, slots=True)
+class SearchBounds:
+    faults: FaultBounds = field(default_factory=FaultBounds)
+    max_depth: int | None = None
+    max_states: int | None = None
+    time_limit: float | None = None  # seconds
+    order: str = BFS
+
+    def __post_init__(self) -> None:
+        if self.order not in (BFS, DFS):
+            raise ConfigError(f"order {self.order!r}: must be {BFS} or {DFS}")
+        for name in ("max_depth", "max_states"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"{name}={value}: must be at least 1")
+
+
+@dataclass(slots=True)
+class Counterexample:
+    kind: str  # FOUND_SAFETY, FOUND_LIVENESS or FOUND_ERROR
+    failure: str
+    schedule: tuple[Move, ...]
+
+
+@dataclass(slots=True)
+class Exploration:
+    states: int = 0  # distinct states reached
+    transitions: int = 0  # moves made, leading to new states or not
+    depth: int = 0  # the deepest state reached, in moves
+    seconds: float = 0.0
+    exhausted: bool = False  # every state within the bounds was expanded
+    cut_by: str | None = None  # which limit ended the search early
+    liveness_checked: bool = False
+    counterexample: Counterexample | None = None
+
+    @property
+    def states_per_second(self) -> float:
+        return self.states / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass(slots=True)
+class _Node:
+    parent: int  # -1 for the initial state
+    move: Move | None
+    depth: int
+    done: bool  # the protocol has finished in this state
+    expanded: bool = False
+    fault_free_next: list[int] = field(default_factory=list)
+
+
+Progress = Callable[[Exploration], None]
+
+
+def explore(
+    protocol: ProtocolDefinition,
+    config: Any,
+    bounds: SearchBounds,
+    *,
+    progress: Progress | None = None,
+    progress_every: float = 0.5,
+) -> Exploration:
+    result = Exploration()
+    started = time.monotonic()
+    root = ExploredSystem(protocol, config, bounds.faults)
+    nodes: list[_Node] = []
+    seen: dict[bytes, int] = {}
+
+    def schedule_to(index: int, last: Move | None = None) -> tuple[Move, ...]:
+        moves = [] if last is None else [last]
+        while index > 0:
+            node = nodes[index]
+            assert node.move is not None
+            moves.append(node.move)
+            index = node.parent
+        return tuple(reversed(moves))
+
+    def finish(counterexample: Counterexample | None = None) -> Exploration:
+        result.counterexample = counterexample
+        result.seconds = time.monotonic() - started
+        return result
+
+    try:
+        root.initial_step()
+    except InvariantViolation as violation:
+        return finish(Counterexample(FOUND_SAFETY, str(violation), ()))
+    nodes.append(_Node(-1, None, 0, root.unfinished() is None))
+    seen[root.digest()] = 0
+    result.states = 1
+    frontier: deque[tuple[int, bytes]] = deque([(0, root.freeze())])
+    take = frontier.popleft if bounds.order == BFS else frontier.pop
+    last_report = started
+    while frontier:
+        now = time.monotonic()
+        if bounds.time_limit is not None and now - started >= bounds.time_limit:
+            result.cut_by = "time"
+            break
+        if progress is not None and now - last_report >= progress_every:
+            result.seconds = now - started
+            progress(result)
+            last_report = now
+        index, frozen = take()
+        node = nodes[index]
+        if bounds.max_depth is not None and node.depth >= bounds.max_depth:
+            result.cut_by = "depth"
+            continue
+        node.expanded = True
+        system = ExploredSystem.thaw(frozen, protocol)
+        for move in list(system.moves()):
+            tries = [move]
+            first = True
+            while tries:
+                attempt = tries.pop(0)
+                twin = ExploredSystem.thaw(frozen, protocol)
+                result.transitions += 1
+                try:
+                    steps = twin.apply(attempt)
+                except InvariantViolation as violation:
+                    return finish(
+                        Counterexample(FOUND_SAFETY, str(violation), schedule_to(index, attempt))
+                    )
+                except ConfigError:
+                    raise
+                except Exception as exc:  # a core's own failure is a finding, with its schedule
+                    failure = f"{type(exc).__name__}: {exc}"
+                    return finish(
+                        Counterexample(FOUND_ERROR, failure, schedule_to(index, attempt))
+                    )
+                if first:
+                    first = False
+                    if attempt.fault_free and system.may_crash(attempt.node):
+                        # The same move again, crashing after each of its steps.
+                        tries.extend(attempt.crashing(k) for k in range(1, steps + 1))
+                digest = twin.digest()
+                known = seen.get(digest)
+                if known is None:
+                    known = seen[digest] = len(nodes)
+                    nodes.append(_Node(index, attempt, node.depth + 1, twin.unfinished() is None))
+                    result.states += 1
+                    result.depth = max(result.depth, node.depth + 1)
+                    frontier.append((known, twin.freeze()))
+                    if bounds.max_states is not None and result.states >= bounds.max_states:
+                        result.cut_by = "states"
+                        frontier.clear()
+                        tries.clear()
+                if attempt.fault_free:
+                    node.fault_free_next.append(known)
+            if result.cut_by == "states":
+                break
+    result.exhausted = result.cut_by is None
+    if result.cut_by in (None, "depth"):
+        stuck = _stuck_state(nodes)
+        result.liveness_checked = True
+        if stuck is not None:
+            system = _replay(protocol, config, bounds.faults, schedule_to(stuck))
+            problem = system.unfinished() or "unfinished"
+            return finish(
+                Counterexample(
+                    FOUND_LIVENESS,
+                    f"no fault-free schedule from this state finishes: {problem}",
+                    schedule_to(stuck),
+                )
+            )
+    return finish()
+
+
+def _stuck_state(nodes: list[_Node]) -> int | None:
+    """The first expanded state from which no fault-free path reaches a
+    finished state or one the search did not expand (and so cannot judge)."""
+    predecessors: list[list[int]] = [[] for _ in nodes]
+    for index, node in enumerate(nodes):
+        for successor in node.fault_free_next:
+            predecessors[successor].append(index)
+    good = [node.done or not node.expanded for node in nodes]
+    queue = deque(index for index, ok in enumerate(good) if ok)
+    while queue:
+        index = queue.popleft()
+        for before in predecessors[index]:
+            if not good[before]:
+                good[before] = True
+                queue.append(before)
+    return next((index for index, ok in enumerate(good) if not ok), None)
+
+
+def _replay(
+    protocol: ProtocolDefinition, config: Any, faults: FaultBounds, schedule: tuple[Move, ...]
+) -> ExploredSystem:
+    system = ExploredSystem(protocol, config, faults)
+    system.initial_step()
+    for move in schedule:
+        system.apply(move)
+    return system
