@@ -1,4 +1,4 @@
-"""The lock-free queue and Treiber stack as the simulator sees them (docs/lockfree-model.md).
+"""What the lock-free queue's and stack's definitions share (docs/lockfree-model.md).
 
 Each worker thread is a core ("p1", "p2", ...); no message is ever sent and
 no thread crashes, so the protocols have no network actions and no crash
@@ -22,20 +22,16 @@ from typing import Any, ClassVar
 from protocols.base import Core
 from protocols.definition import build_options
 from protocols.errors import InternalError
-from protocols.lockfree import bugs
-from protocols.lockfree.config import LockFreeConfig, LockFreeOptions, StackOptions, build_config
-from protocols.lockfree.memory import NULL_TAGGED
-from protocols.lockfree.oracles import LockFreeOracle, QueueOracle, StackOracle
-from protocols.lockfree.queue import QueueThread
-from protocols.lockfree.stack import StackThread
-from protocols.lockfree.thread import NULL, RUN, ThreadCore, spec_ptr, spec_tagged
+from protocols.lockfree.config import LockFreeConfig, LockFreeOptions, build_config
+from protocols.lockfree.oracles import LockFreeOracle
+from protocols.lockfree.thread import NULL, RUN, ThreadCore, spec_ptr
 from protocols.zoo import BugVariant
 
-_PTR = "Nodes \\cup {None}"
-_MISMATCH = "None \\cup [worker: Procs, check: STRING, answer: ANY, expected: Seq(Nodes)]"
+PTR = "Nodes \\cup {None}"
+MISMATCH = "None \\cup [worker: Procs, check: STRING, answer: ANY, expected: Seq(Nodes)]"
 
 
-class _LockFree:
+class LockFreeDefinition:
     """What both structures share; a subclass names its spec, threads and words."""
 
     name: str
@@ -79,7 +75,8 @@ class _LockFree:
         self, options: LockFreeOptions, bug: str | None, workload_rng: random.Random
     ) -> LockFreeConfig:
         timers = (*self.THREAD.CHOICES, RUN, *self.THREAD.LABELS)
-        return build_config(options, self.check_bug(bug), timers, self.initial_words(), workload_rng)
+        bug = self.check_bug(bug)
+        return build_config(options, bug, timers, self.initial_words(), workload_rng)
 
     def node_ids(self, config: LockFreeConfig) -> tuple[str, ...]:
         return config.threads
@@ -152,105 +149,3 @@ class _LockFree:
 
 def _spec_answer(answer: Any) -> Any:
     return NULL if answer is None else answer
-
-
-class LockFreeQueue(_LockFree):
-    name = "lockfree-queue"
-    summary = "lock-free queue: producers publish by exchanging the tail, removers take turns"
-    spec_module = "LockFreeQueue"
-    variable_types: Mapping[str, str] = {
-        "free": "SUBSET Nodes",
-        "next": f"[Nodes -> {_PTR}]",
-        "head": _PTR,
-        "tail": _PTR,
-        "consumer": "Procs \\cup {None}",
-        "expected": "Seq(Nodes)",
-        "mismatch": _MISMATCH,
-        "steps": "[Procs -> 0..Limit]",
-        "pc": "[Procs -> STRING]",
-        "node": f"[Procs -> {_PTR}]",
-        "previous": f"[Procs -> {_PTR}]",
-        "h": f"[Procs -> {_PTR}]",
-        "n": f"[Procs -> {_PTR}]",
-    }
-    source_files: Sequence[str] = (
-        "protocols/lockfree/memory.py",
-        "protocols/lockfree/thread.py",
-        "protocols/lockfree/queue.py",
-        "protocols/lockfree/definition.py",
-    )
-    # Every action a trace line may carry (see ProtocolDefinition): the
-    # template's TraceActionNames, held to the code by `tlasim drift`.
-    trace_actions: frozenset[str] = frozenset({
-        "Init", "run",
-        "a_clear", "a_exchange", "a_link",
-        "r_lock", "r_head", "r_empty", "r_next", "r_advance", "r_last", "r_store_tail",
-        "r_clear_head", "r_free", "r_release",
-        "e_load",
-    })  # fmt: skip
-    LOCALS = ("node", "previous", "h", "n")
-    THREAD = QueueThread
-    OPTIONS = LockFreeOptions
-    BUGS = bugs.QUEUE_BUGS
-
-    def check_bug(self, bug: str | None) -> str | None:
-        return bugs.check_queue_bug(bug)
-
-    def initial_words(self) -> dict[str, Any]:
-        return {"head": None, "tail": None, "consumer": None}
-
-    def shared_vars(self, config: LockFreeConfig) -> dict[str, Any]:
-        words = config.memory.words
-        return {name: spec_ptr(words[name]) for name in ("head", "tail", "consumer")}
-
-    def make_oracle(self, config: LockFreeConfig) -> QueueOracle:
-        return QueueOracle(config.threads, config.limit)
-
-
-class TreiberStack(_LockFree):
-    name = "lockfree-stack"
-    summary = "Treiber's lock-free stack with a tagged top, over reusable nodes"
-    spec_module = "TreiberStack"
-    variable_types: Mapping[str, str] = {
-        "free": "SUBSET Nodes",
-        "next": f"[Nodes -> {_PTR}]",
-        "top": f"[ptr: {_PTR}, tag: Nat]",
-        "expected": "Seq(Nodes)",
-        "mismatch": _MISMATCH,
-        "steps": "[Procs -> 0..Limit]",
-        "pc": "[Procs -> STRING]",
-        "node": f"[Procs -> {_PTR}]",
-        "t": f"[Procs -> [ptr: {_PTR}, tag: Nat]]",
-        "n": f"[Procs -> {_PTR}]",
-    }
-    source_files: Sequence[str] = (
-        "protocols/lockfree/memory.py",
-        "protocols/lockfree/thread.py",
-        "protocols/lockfree/stack.py",
-        "protocols/lockfree/definition.py",
-    )
-    trace_actions: frozenset[str] = frozenset({
-        "Init", "run",
-        "s_load", "s_link", "s_cas",
-        "p_load", "p_next", "p_cas", "p_free",
-    })  # fmt: skip
-    LOCALS = ("node", "t", "n")
-    THREAD = StackThread
-    OPTIONS = StackOptions
-    BUGS = bugs.STACK_BUGS
-
-    def check_bug(self, bug: str | None) -> str | None:
-        return bugs.check_stack_bug(bug)
-
-    def initial_words(self) -> dict[str, Any]:
-        return {"top": NULL_TAGGED}
-
-    def shared_vars(self, config: LockFreeConfig) -> dict[str, Any]:
-        return {"top": spec_tagged(config.memory.words["top"])}
-
-    def make_oracle(self, config: LockFreeConfig) -> StackOracle:
-        return StackOracle(config.threads, config.limit)
-
-
-QUEUE = LockFreeQueue()
-STACK = TreiberStack()

@@ -203,7 +203,9 @@ def scan_actions(definition: ProtocolDefinition, root: Path = ROOT) -> ActionSca
     net = {"net_lose_action": definition.net_lose_action}
     net["net_duplicate_action"] = definition.net_duplicate_action
     for attribute, name in net.items():
-        actions.setdefault(name, []).append(f"the kernel ({attribute})")
+        # None: the protocol sends no messages, so the kernel never writes it.
+        if name is not None:
+            actions.setdefault(name, []).append(f"the kernel ({attribute})")
     for name in KERNEL_ACTIONS:
         actions.setdefault(name, []).append("the kernel (first line)")
     return ActionScan({k: tuple(v) for k, v in actions.items()}, tuple(unresolved))

@@ -90,6 +90,16 @@ class RunResult:
         return self.outcome == OUTCOME_OK
 
 
+def _net_action(protocol: ProtocolDefinition, action: str | None) -> str:
+    """A network action of the protocol; only a protocol that sends messages has them."""
+    if action is None:
+        raise InternalError(
+            f"{protocol.name} declares no network actions, but a message of it was lost "
+            "or duplicated: its cores must send no messages"
+        )
+    return action
+
+
 class Simulation:
     def __init__(
         self,
@@ -267,7 +277,8 @@ class Simulation:
             self._record(host.node_id, effect.action, effect.params)
             for copy in duplicates:
                 self.network.add_copy(now, copy, self._arrive)
-                self._record(NET_NODE, self.protocol.net_duplicate_action, self._msg_params(copy))
+                action = _net_action(self.protocol, self.protocol.net_duplicate_action)
+                self._record(NET_NODE, action, self._msg_params(copy))
             crash = self.injector.crash_after_step(host.node_id, now)
             if crash is not None:
                 self._crash(host, crash)
@@ -317,7 +328,8 @@ class Simulation:
         self.network.remove(entry)
         if not host.up or self.injector.lose_on_delivery(self.now, entry.src, entry.dst):
             self.network.lost += 1
-            self._record(NET_NODE, self.protocol.net_lose_action, self._msg_params(entry))
+            action = _net_action(self.protocol, self.protocol.net_lose_action)
+            self._record(NET_NODE, action, self._msg_params(entry))
             return
         self.network.delivered += 1
         msg = self.protocol.decode_message(Network.decode(entry))

@@ -1,6 +1,6 @@
 """A worker thread of Treiber's tagged stack (specs/lockfree/TreiberStack.tla).
 
-Theory of operation: as in protocols/lockfree/queue.py, each method
+Theory of operation: as in protocols/lockfree/queue/thread.py, each method
 `_<label>` is the PlusCal label of that name, one atomic operation on the
 shared memory (its C++ line quoted beside it), and a linearizing step
 advances the reference and checks the answer in the same step. `top` is a
