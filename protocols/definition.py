@@ -86,9 +86,14 @@ class ProtocolDefinition(Protocol):
     summary: str
     spec_module: str  # the TLA+ module every trace line is a step of
     # The actions the kernel writes when the network loses or duplicates a
-    # message; None for a protocol whose cores send no messages.
-    net_lose_action: str | None
-    net_duplicate_action: str | None
+    # message; None for a protocol whose cores send no messages. (Read-only,
+    # so that a protocol may declare them as plain strings.)
+    @property
+    def net_lose_action(self) -> str | None: ...
+
+    @property
+    def net_duplicate_action(self) -> str | None: ...
+
     variable_types: Mapping[str, str]  # spec variable -> TLA+ type, in spec order
     # option name -> (simplest, most complex) bound that search mode draws from
     workload_ranges: Mapping[str, tuple[int, int] | tuple[float, float]]

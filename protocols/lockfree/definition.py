@@ -38,8 +38,8 @@ class LockFreeDefinition:
     summary: str
     spec_module: str
     # No messages: the kernel never writes a network action for these.
-    net_lose_action = None
-    net_duplicate_action = None
+    net_lose_action: str | None = None
+    net_duplicate_action: str | None = None
     variable_types: Mapping[str, str]
     workload_ranges: Mapping[str, tuple[int, int] | tuple[float, float]] = {
         "thread_count": (2, 3),

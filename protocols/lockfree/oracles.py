@@ -22,6 +22,15 @@ from protocols.errors import InvariantViolation
 from protocols.lockfree.thread import DONE, NULL
 
 
+def _answer(answer: Any) -> str:
+    """An operation's answer as the mismatch records it, in words."""
+    if answer is True:
+        return '"empty"'
+    if answer is False:
+        return '"not empty"'
+    return "nullptr" if answer == NULL else str(answer)
+
+
 class LockFreeOracle:
     """What the queue's and the stack's oracles share: the reference and liveness."""
 
@@ -34,8 +43,8 @@ class LockFreeOracle:
         if mismatch != NULL:
             expected = ", ".join(mismatch["expected"]) or "nothing"
             raise InvariantViolation(
-                f"{mismatch['check']}: {mismatch['worker']} answered {mismatch['answer']!r} "
-                f"but the sequential reference held <<{expected}>>"
+                f"{mismatch['check']}: {mismatch['worker']} answered "
+                f"{_answer(mismatch['answer'])}, but the sequential reference held <<{expected}>>"
             )
         free = spec_vars["free"]
         stranded = [x for x in spec_vars["expected"] if x in free]
