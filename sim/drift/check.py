@@ -19,7 +19,8 @@ set the code can emit. (The unit tests also hold it to the actions seen in
 simulated runs.)
 
 Spec drift. Every protocol's spec folder holds `modelled.json`, the record
-of the Python code its spec models (specs/lockfree models no Python yet),
+of the Python code its spec models (a folder of several specs, such as
+specs/lockfree, holds one `<Spec>.modelled.json` per spec),
 with a hash of each piece as a human last reviewed it; sim/drift/modelled.py
 reads, checks and updates these records.
 
