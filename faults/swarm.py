@@ -41,7 +41,9 @@ def swarm_plan(
     """
     crashable = nodes if crash_nodes is None else crash_nodes
     crashes: list[Crash] = []
-    if rng.random() < _ON:
+    # A protocol with nothing to crash (threads of one process) draws no crash,
+    # and the draws of every other protocol stay as they were.
+    if crashable and rng.random() < _ON:
         restart_max = rng.choice(_RESTART_TICKS_MAX)
         for _ in range(rng.choice(_CRASH_COUNTS)):
             crashes.append(

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from protocols.definition import ProtocolDefinition
 from protocols.errors import ConfigError
+from protocols.lockfree.queue.definition import DEFINITION as LOCKFREE_QUEUE
+from protocols.lockfree.stack.definition import DEFINITION as LOCKFREE_STACK
 from protocols.shardsplit.definition import DEFINITION as SHARDSPLIT
 from protocols.snapshot.definition import DEFINITION as SNAPSHOT
 from protocols.twopc.definition import DEFINITION as TWOPC
 
 PROTOCOLS: dict[str, ProtocolDefinition] = {
-    p.name: p for p in (TWOPC, SHARDSPLIT, SNAPSHOT)
+    p.name: p for p in (TWOPC, SHARDSPLIT, SNAPSHOT, LOCKFREE_QUEUE, LOCKFREE_STACK)
 }
 
 

@@ -85,14 +85,21 @@ class ProtocolDefinition(Protocol):
     name: str
     summary: str
     spec_module: str  # the TLA+ module every trace line is a step of
-    net_lose_action: str
-    net_duplicate_action: str
+    # The actions the kernel writes when the network loses or duplicates a
+    # message; None for a protocol whose cores send no messages. (Read-only,
+    # so that a protocol may declare them as plain strings.)
+    @property
+    def net_lose_action(self) -> str | None: ...
+
+    @property
+    def net_duplicate_action(self) -> str | None: ...
+
     variable_types: Mapping[str, str]  # spec variable -> TLA+ type, in spec order
     # option name -> (simplest, most complex) bound that search mode draws from
     workload_ranges: Mapping[str, tuple[int, int] | tuple[float, float]]
     source_files: Sequence[str]  # the modelled code, relative to the repository root
     # Every action name a trace line of this protocol may carry: its cores'
-    # steps, crash_step's actions, the two network actions, and "Init", the
+    # steps, crash_step's actions, the network actions (if any), and "Init", the
     # first line the kernel writes. It must equal the trace template's
     # TraceActionNames; `tlasim drift` holds both the code and the spec to it.
     trace_actions: frozenset[str]

@@ -357,7 +357,9 @@ class _Maker:
                 how,
                 f.rng,
                 network=NETWORK_VARIABLE,
-                lose_actions=(self.definition.net_lose_action,),
+                lose_actions=tuple(
+                    a for a in (self.definition.net_lose_action,) if a is not None
+                ),
                 actions=self.actions,
             )
             if mutant is not None:

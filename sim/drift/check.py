@@ -19,7 +19,8 @@ set the code can emit. (The unit tests also hold it to the actions seen in
 simulated runs.)
 
 Spec drift. Every protocol's spec folder holds `modelled.json`, the record
-of the Python code its spec models (specs/lockfree models no Python yet),
+of the Python code its spec models (a folder of several specs, such as
+specs/lockfree, holds one `<Spec>.modelled.json` per spec),
 with a hash of each piece as a human last reviewed it; sim/drift/modelled.py
 reads, checks and updates these records.
 
@@ -203,7 +204,9 @@ def scan_actions(definition: ProtocolDefinition, root: Path = ROOT) -> ActionSca
     net = {"net_lose_action": definition.net_lose_action}
     net["net_duplicate_action"] = definition.net_duplicate_action
     for attribute, name in net.items():
-        actions.setdefault(name, []).append(f"the kernel ({attribute})")
+        # None: the protocol sends no messages, so the kernel never writes it.
+        if name is not None:
+            actions.setdefault(name, []).append(f"the kernel ({attribute})")
     for name in KERNEL_ACTIONS:
         actions.setdefault(name, []).append("the kernel (first line)")
     return ActionScan({k: tuple(v) for k, v in actions.items()}, tuple(unresolved))

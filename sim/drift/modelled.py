@@ -181,8 +181,11 @@ class ModelledRecord:
 
 
 def record_path(definition: ProtocolDefinition, spec_dirs: Sequence[Path] | None = None) -> Path:
+    """The spec's record: `<Spec>.modelled.json` in a folder of several specs
+    (specs/lockfree), else the folder's `modelled.json`."""
     module, _template = find_spec(definition.spec_module, spec_dirs)
-    return module.with_name(RECORD_NAME)
+    own = module.with_name(f"{module.stem}.{RECORD_NAME}")
+    return own if own.is_file() else module.with_name(RECORD_NAME)
 
 
 def read_record(path: Path) -> ModelledRecord:

@@ -143,14 +143,16 @@ class ExploredSystem(StepMachine):
             self._enabled(self.losses < self.bounds.losses, move, "is past the loss bound")
             envelope = self._take(move)
             self.losses += 1
-            self.record(NET_NODE, self.protocol.net_lose_action, self._params(envelope))
+            action = self.net_action(self.protocol.net_lose_action)
+            self.record(NET_NODE, action, self._params(envelope))
         elif move.kind == DUPLICATE:
             self._enabled(self.duplicates < self.bounds.duplicates, move, "is past the bound")
             envelope = self._envelope(move)
             self._enabled(envelope in self.in_flight, move, "has no such message in flight")
             self._put(envelope)
             self.duplicates += 1
-            self.record(NET_NODE, self.protocol.net_duplicate_action, self._params(envelope))
+            action = self.net_action(self.protocol.net_duplicate_action)
+            self.record(NET_NODE, action, self._params(envelope))
         if move.crash_after is not None and host.up:
             raise ConfigError(
                 f"{move.describe()}: {move.node} took only {self._mover_steps} step(s)"

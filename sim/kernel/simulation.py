@@ -240,7 +240,8 @@ class Simulation(StepMachine):
         self.network.remove(entry)
         if not host.up or self.injector.lose_on_delivery(self.now, entry.src, entry.dst):
             self.network.lost += 1
-            self.record(NET_NODE, self.protocol.net_lose_action, self._msg_params(entry))
+            action = self.net_action(self.protocol.net_lose_action)
+            self.record(NET_NODE, action, self._msg_params(entry))
             return
         self.network.delivered += 1
         msg = self.protocol.decode_message(Network.decode(entry))

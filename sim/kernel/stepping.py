@@ -98,6 +98,15 @@ class StepMachine:
 
     # ---- steps ----
 
+    def net_action(self, action: str | None) -> str:
+        """A network action of the protocol; only a protocol that sends messages has them."""
+        if action is None:
+            raise InternalError(
+                f"{self.protocol.name} declares no network actions, but a message of it was "
+                "lost or duplicated: its cores must send no messages"
+            )
+        return action
+
     def spec_vars(self) -> dict[str, Any]:
         for host in self._changed:
             node_id = host.node_id
@@ -141,7 +150,8 @@ class StepMachine:
             self._changed.append(host)
             self.record(host.node_id, effect.action, effect.params)
             for copy in duplicates:
-                self.record(NET_NODE, self.protocol.net_duplicate_action, self._add_duplicate(copy))
+                action = self.net_action(self.protocol.net_duplicate_action)
+                self.record(NET_NODE, action, self._add_duplicate(copy))
             crash = self._crash_strikes(host)
             if crash:
                 self.crash(host, crash)

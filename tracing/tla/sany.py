@@ -22,8 +22,12 @@ costs nothing.
 What "the spec's actions" means. The action names a trace may carry are
 the elements of the template's `TraceActionNames`: that is the set the
 validator accepts. The spec side is consistent when every such name is an
-operator the spec defines, and every name but "Init" (the first line of
-every trace) is one of the actions of `Next`. The actions of `Next` are
+operator the spec defines, every name but "Init" (the first line of every
+trace) is one of the actions of `Next`, and every action of `Next` is such
+a name, unless it changes no variable: an action that conjoins `UNCHANGED`
+of every variable (the `Terminating` PlusCal adds for when every process is
+done) is a stuttering step, which no system writes a trace line for. The
+actions of `Next` are
 read from its body: a disjunction (`\\/`, bulleted or infix), through any
 `\\E` and `LET`, of applications of defined operators. An applied operator
 whose own body is again such a disjunction of applications (`Next ==
@@ -56,6 +60,9 @@ __all__ = ["SpecShape", "export_xml", "read_spec_shape", "schema_drift", "spec_s
 
 # SANY's names for the built-in operators the walk of Next goes through.
 _DISJUNCTIONS = frozenset({"$DisjList", "\\lor"})
+_CONJUNCTIONS = frozenset({"$ConjList", "\\land"})
+_UNCHANGED = "UNCHANGED"
+_TUPLE = "$Tuple"
 _EXISTS = frozenset({"$BoundedExists", "$UnboundedExists"})
 _SET_ENUMERATE = "$SetEnumerate"
 _VARIABLE_KIND = "3"  # OpDeclNode kind of a VARIABLE (2 is a CONSTANT)
@@ -74,6 +81,9 @@ class SpecShape:
     next_actions: tuple[str, ...]  # the actions Next is a disjunction of, first use first
     unnamed_disjuncts: tuple[str, ...]  # where Next has a disjunct that names no action
     trace_action_names: tuple[str, ...]  # TraceActionNames of the template, in source order
+    # Actions of Next that change no variable (PlusCal's Terminating): no
+    # trace line names them, so TraceActionNames need not.
+    stuttering_actions: frozenset[str] = frozenset()
 
     def problems(self) -> list[str]:
         """Where the template and the spec disagree with each other."""
@@ -86,7 +96,7 @@ class SpecShape:
                 )
         named = set(self.trace_action_names) - {_INIT}
         for name in self.next_actions:
-            if name not in named:
+            if name not in named and name not in self.stuttering_actions:
                 found.append(
                     f"{self.module}'s Next has the action {name}, "
                     f"which {self.template}'s TraceActionNames lacks"
@@ -342,6 +352,42 @@ def _expansion(
     return [op for op in applied if op is not None]
 
 
+def _unchanged_variables(export: _Export, expr: ET.Element, seen: frozenset[str]) -> set[str]:
+    """The variables a tuple `<<v, ...>>` (or a defined name for one, like
+    PlusCal's `vars`) names; any other expression names none."""
+    if expr.tag != "OpApplNode":
+        return set()
+    for target in export.refs(_child(expr, "operator"), "OpDeclNodeRef"):
+        if target.findtext("kind") == _VARIABLE_KIND:
+            return {target.findtext("uniquename") or ""}
+    if export.builtin(expr) == _TUPLE:
+        found: set[str] = set()
+        for part in _child(expr, "operands"):
+            found |= _unchanged_variables(export, part, seen)
+        return found
+    op = export.user_operator(expr)
+    if op is None or len(_child(expr, "operands")):
+        return set()
+    name = op.findtext("uniquename") or ""
+    body = _body(op)
+    if name in seen or body is None:
+        return set()
+    return _unchanged_variables(export, body, seen | {name})
+
+
+def _stutters(export: _Export, action: ET.Element, variables: frozenset[str]) -> bool:
+    """Whether the action's body conjoins UNCHANGED of every variable."""
+    body = _body(action)
+    if body is None or body.tag != "OpApplNode" or export.builtin(body) not in _CONJUNCTIONS:
+        return False
+    unchanged: set[str] = set()
+    for conjunct in _child(body, "operands"):
+        if conjunct.tag == "OpApplNode" and export.builtin(conjunct) == _UNCHANGED:
+            for part in _child(conjunct, "operands"):
+                unchanged |= _unchanged_variables(export, part, frozenset())
+    return bool(variables) and variables <= unchanged
+
+
 def _next_actions(export: _Export, module: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     nxt = export.definition(module, "Next")
     if nxt is None:
@@ -410,6 +456,13 @@ def read_spec_shape(data: bytes, module: str, template: str) -> SpecShape:
         node.findtext("uniquename") or "" for node in export.refs(spec, "UserDefinedOpKindRef")
     )
     next_actions, unnamed = _next_actions(export, module)
+    names = frozenset(node.findtext("uniquename") or "" for node in variables)
+    stuttering = frozenset(
+        name
+        for name in next_actions
+        if (action := export.definition(module, name)) is not None
+        and _stutters(export, action, names)
+    )
     return SpecShape(
         module=module,
         template=template,
@@ -418,4 +471,5 @@ def read_spec_shape(data: bytes, module: str, template: str) -> SpecShape:
         next_actions=next_actions,
         unnamed_disjuncts=unnamed,
         trace_action_names=_string_set(export, template, "TraceActionNames"),
+        stuttering_actions=stuttering,
     )

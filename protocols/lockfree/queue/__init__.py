@@ -1,0 +1,1 @@
+"""The exchange-publish queue of seed 000 (specs/lockfree/LockFreeQueue.tla)."""

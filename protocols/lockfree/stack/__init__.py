@@ -1,0 +1,1 @@
+"""Treiber's tagged stack of seed 000 (specs/lockfree/TreiberStack.tla)."""
