@@ -15,10 +15,12 @@ import click
 from rich.table import Table
 
 from protocols import get_protocol
+from protocols.errors import ConfigError
 from sim import exitcodes
 from sim.cli.campaign import campaign, search, shrink
 from sim.cli.corpus import corpus
 from sim.cli.drift import drift
+from sim.cli.explore import explore_command
 from sim.cli.interchange import export
 from sim.cli.repro import failures, repro
 from sim.cli.support import (
@@ -33,6 +35,7 @@ from sim.cli.support import (
     refuse_overwrite,
 )
 from sim.cli.validate import validate
+from sim.explore.schedule import OUTCOME_ERROR, Schedule, replay
 from sim.kernel.options import SimOptions
 from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
 from sim.run.report import reproduce_command
@@ -49,8 +52,8 @@ def main() -> None:
 
 @main.command(epilog=exit_code_help())
 @protocol_argument
-@click.option("--seed", type=click.IntRange(min=0), required=True,
-              help="The seed; the same seed gives the same run.")
+@click.option("--seed", type=click.IntRange(min=0), default=None,
+              help="The seed; the same seed gives the same run. (Required, but with --schedule.)")
 @click.option("--bug", default=None, help="Switch on a named bug variant (see `tlasim bugs`).")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--trace-format", type=click.Choice(["ndjson", "msgpack"]), default="ndjson")
@@ -63,10 +66,12 @@ def main() -> None:
               help="Set a protocol option, e.g. rm_count=4.")
 @click.option("--liveness-bound", "liveness_bound", type=int, default=600, show_default=True,
               help="Ticks the protocol has to finish after every fault healed.")
+@click.option("--schedule", "schedule_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Replay a schedule `tlasim explore` wrote (or a trace of one), move by move.")
 @guarded
 def run(
     protocol: str,
-    seed: int,
+    seed: int | None,
     bug: str | None,
     trace_path: Path | None,
     trace_format: TraceFormat,
@@ -75,10 +80,27 @@ def run(
     plan_path: Path | None,
     protocol_overrides: tuple[str, ...],
     liveness_bound: int,
+    schedule_path: Path | None,
 ) -> None:
     """Run one seed of PROTOCOL and report the result."""
     definition = get_protocol(protocol)
     check_bug(protocol, bug)
+    if schedule_path is not None:
+        clashing = [
+            name for name, given in (
+                ("--seed", seed is not None), ("--bug", bug is not None),
+                ("--plan", plan_path is not None), ("--set", bool(protocol_overrides)),
+                ("--faults", fault_mode != "swarm"),
+            ) if given
+        ]
+        if clashing:
+            raise ConfigError(
+                f"--schedule fixes the run; {', '.join(clashing)} cannot be given with it"
+            )
+        _run_schedule(protocol, schedule_path, trace_path, trace_format, validate)
+        return
+    if seed is None:
+        raise ConfigError("--seed is required (or --schedule)")
     refuse_overwrite({"--trace": trace_path}, {"--plan": plan_path})
     options = SimOptions(
         faults=fault_plan(fault_mode, plan_path),
@@ -136,6 +158,62 @@ def run(
         sys.exit(code)
 
 
+def _run_schedule(
+    protocol: str,
+    schedule_path: Path,
+    trace_path: Path | None,
+    trace_format: TraceFormat,
+    validate: bool,
+) -> None:
+    """Replay an explorer's schedule: the same moves, the same trace, byte for byte."""
+    refuse_overwrite({"--trace": trace_path}, {"--schedule": schedule_path})
+    schedule = Schedule.read(schedule_path)
+    if schedule.protocol != protocol:
+        raise ConfigError(
+            f"--schedule {schedule_path} is a schedule of {schedule.protocol}, not {protocol}"
+        )
+    scratch = None
+    if validate and trace_path is None:
+        scratch = tempfile.TemporaryDirectory(prefix="tlasim-run-")
+        trace_path = Path(scratch.name) / f"{protocol}-schedule.{trace_format}"
+    try:
+        if trace_path is not None:
+            trace_path.parent.mkdir(parents=True, exist_ok=True)
+            with trace_path.open("wb") as stream:
+                result = replay(schedule, stream=stream, trace_format=trace_format,
+                                tool_version=TOOL_VERSION)
+        else:
+            result = replay(schedule)
+        out.print(
+            f"result={result.outcome} moves={result.moves_made} steps={result.steps}",
+            markup=False,
+        )
+        if result.failure:
+            step = result.failing_step
+            where = f" (trace step {step})" if step is not None else ""
+            out.print(f"failure: {result.failure}{where}", markup=False)
+        if trace_path is not None and scratch is None:
+            out.print(f"trace={printable(trace_path)}", markup=False)
+        code = {
+            OUTCOME_OK: exitcodes.OK,
+            OUTCOME_SAFETY: exitcodes.SAFETY,
+            OUTCOME_ERROR: exitcodes.SAFETY,
+            OUTCOME_LIVENESS: exitcodes.LIVENESS,
+        }[result.outcome]
+        if validate and trace_path is not None:
+            from tracing.validation.validator import validate_trace
+
+            verdict = validate_trace(trace_path)
+            out.print(verdict.report(), markup=False)
+            if not verdict.accepted and code == exitcodes.OK:
+                code = exitcodes.TRACE_REJECTED
+    finally:
+        if scratch is not None:
+            scratch.cleanup()
+    if code != exitcodes.OK:
+        sys.exit(code)
+
+
 @main.command()
 @protocol_argument
 @guarded
@@ -178,5 +256,7 @@ def check_specs(names: tuple[str, ...], manifest: Path | None, jobs: int) -> Non
         sys.exit(exitcodes.SPEC_MISMATCH)
 
 
-for command in (campaign, repro, failures, search, shrink, validate, export, corpus, drift):
+for command in (
+    campaign, repro, failures, search, shrink, validate, export, corpus, drift, explore_command
+):
     main.add_command(command)

@@ -25,6 +25,7 @@ keeps in flight, to be lost by a move or delivered after a restart.
 from __future__ import annotations
 
 import pickle
+import weakref
 from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +53,11 @@ class FaultBounds:
     duplicates: int = 0
 
 
+# protocol -> a payload as a schedule gives it -> the payload as a send makes it.
+_PAYLOADS: weakref.WeakKeyDictionary[ProtocolDefinition, dict[bytes, bytes]] = (
+    weakref.WeakKeyDictionary()
+)
+
 # (src, dst, payload): a message in flight. Equal messages between the same
 # nodes are one entry with a count, as in the spec's bag.
 Envelope = tuple[str, str, bytes]
@@ -73,6 +79,7 @@ class ExploredSystem(StepMachine):
         self.crashes = self.losses = self.duplicates = 0
         self.moves_made = 0
         self._records = message_records(protocol)
+        self._payloads = _PAYLOADS.setdefault(protocol, {})  # see _payload
         self._bag_snapshot: dict[Hashable, int] | None = None
         # The move being made: its node, its steps so far, the step it crashes after.
         self._mover: str | None = None
@@ -164,9 +171,25 @@ class ExploredSystem(StepMachine):
         if not condition:
             raise ConfigError(f"{move.describe()}: not enabled here, {move.node} {why}")
 
-    @staticmethod
-    def _envelope(move: Move) -> Envelope:
-        return (move.src or "", move.node, move.payload or b"")
+    def _envelope(self, move: Move) -> Envelope:
+        return (move.src or "", move.node, self._payload(move))
+
+    def _payload(self, move: Move) -> bytes:
+        """The move's message as the network carries it. A schedule read from
+        a file may order a message's fields otherwise (a trace header's JSON
+        sorts them), so it is decoded and encoded again, as a send would."""
+        payload = move.payload or b""
+        canonical = self._payloads.get(payload)
+        if canonical is None:
+            try:
+                msg = self.protocol.decode_message(msgpack.unpackb(payload, raw=False))
+                canonical = msgpack.packb(self.protocol.encode_message(msg), use_bin_type=True)
+            except Exception as exc:
+                raise ConfigError(
+                    f"{move.describe()}: not a message of {self.protocol.name} ({exc})"
+                ) from None
+            self._payloads[payload] = canonical
+        return canonical
 
     def _take(self, move: Move) -> Envelope:
         envelope = self._envelope(move)
@@ -245,21 +268,23 @@ class ExploredSystem(StepMachine):
         refinement mapping's per-node inputs are derived from the hosts, so
         they are rebuilt rather than copied."""
         kept = (self.protocol, self._records, self._views, self._logs, self._up,
-                self._changed, self.last_vars, self._bag_snapshot)
+                self._changed, self.last_vars, self._bag_snapshot, self._payloads)
         self.protocol, self._records = None, None  # type: ignore[assignment]
+        self._payloads = {}
         self._views, self._logs, self._up, self._changed = {}, {}, {}, []
         self.last_vars, self._bag_snapshot = {}, None
         try:
             return pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
         finally:
             (self.protocol, self._records, self._views, self._logs, self._up,
-             self._changed, self.last_vars, self._bag_snapshot) = kept
+             self._changed, self.last_vars, self._bag_snapshot, self._payloads) = kept
 
     @staticmethod
     def thaw(frozen: bytes, protocol: ProtocolDefinition) -> ExploredSystem:
         system: ExploredSystem = pickle.loads(frozen)
         system.protocol = protocol
         system._records = message_records(protocol)
+        system._payloads = _PAYLOADS.setdefault(protocol, {})
         system._changed = list(system.hosts.values())
         return system
 

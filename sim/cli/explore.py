@@ -1,0 +1,188 @@
+"""`tlasim explore`: every schedule of a protocol's cores within bounds (sim/explore/)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+from protocols import get_protocol
+from protocols.definition import ProtocolDefinition
+from sim import exitcodes
+from sim.cli.support import (
+    check_bug,
+    err,
+    exit_code_help,
+    guarded,
+    out,
+    parse_assignments,
+    protocol_argument,
+)
+from sim.explore.schedule import Schedule, replay
+from sim.explore.search import (
+    BFS,
+    DFS,
+    FOUND_ERROR,
+    FOUND_LIVENESS,
+    FOUND_SAFETY,
+    Exploration,
+    SearchBounds,
+    explore,
+)
+from sim.explore.system import FaultBounds
+from sim.kernel.rng import split
+from sim.run.runner import TOOL_VERSION
+from tracing.printable import printable
+
+DEFAULT_OUT = Path(".tlasim/explore")
+
+
+@click.command("explore", epilog=exit_code_help())
+@protocol_argument
+@click.option("--bug", default=None, help="Switch on a named bug variant (see `tlasim bugs`).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="The workload seed: which operations the workload runs.")
+@click.option("--set", "protocol_overrides", multiple=True, metavar="KEY=VALUE",
+              help="Set a protocol option, e.g. tx_count=1 (the workload's size).")
+@click.option("--crashes", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Crashes per schedule, each after any step of a node that may crash.")
+@click.option("--losses", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Messages the network may lose per schedule.")
+@click.option("--dups", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Messages the network may duplicate per schedule.")
+@click.option("--depth", "max_depth", type=click.IntRange(min=1), default=None,
+              help="Expand no state this many moves deep (default: no limit).")
+@click.option("--max-states", type=click.IntRange(min=1), default=None,
+              help="Stop after this many distinct states.")
+@click.option("--time", "time_limit", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Stop after this many seconds.")
+@click.option("--order", type=click.Choice([BFS, DFS]), default=BFS, show_default=True,
+              help="bfs finds a shortest counterexample; dfs keeps less in memory.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=DEFAULT_OUT, show_default=True,
+              help="Where a counterexample's schedule and trace go.")
+@click.option("--validate", is_flag=True, help="Check a counterexample's trace with TLC.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@guarded
+def explore_command(
+    protocol: str,
+    bug: str | None,
+    seed: int,
+    protocol_overrides: tuple[str, ...],
+    crashes: int,
+    losses: int,
+    dups: int,
+    max_depth: int | None,
+    max_states: int | None,
+    time_limit: float | None,
+    order: str,
+    out_dir: Path,
+    validate: bool,
+    quiet: bool,
+) -> None:
+    """Check every schedule of PROTOCOL within the bounds: each oracle at every
+    step of every schedule, and that every state can still finish without faults."""
+    definition = get_protocol(protocol)
+    check_bug(protocol, bug)
+    options = definition.make_options(parse_assignments(protocol_overrides, "--set"))
+    config = definition.configure(options, bug, split(seed).workload)
+    faults = FaultBounds(crashes=crashes, losses=losses, duplicates=dups)
+    bounds = SearchBounds(faults, max_depth, max_states, time_limit, order)
+    out.print(
+        f"explore protocol={protocol} bug={bug} seed={seed} order={order} crashes={crashes} "
+        f"losses={losses} dups={dups} depth={max_depth} max_states={max_states} "
+        f"time={time_limit}",
+        markup=False,
+    )
+    for key, value in options.as_dict().items():
+        out.print(f"protocol_options.{key}={value}", markup=False)
+    result = _explore_with_progress(definition, config, bounds, quiet)
+    out.print(
+        f"states={result.states} transitions={result.transitions} depth={result.depth} "
+        f"seconds={result.seconds:.1f} states/s={result.states_per_second:.0f}",
+        markup=False,
+    )
+    found = result.counterexample
+    if found is None:
+        if result.exhausted:
+            out.print("bound exhausted: every schedule within it passed every oracle, and "
+                      "every state can finish without faults", markup=False)
+            return
+        why = {"states": "--max-states", "time": "--time", "depth": "--depth"}[result.cut_by or ""]
+        liveness = (
+            "liveness checked on the states expanded" if result.liveness_checked
+            else "liveness not checked"
+        )
+        out.print(f"bound not exhausted: {why} ended the search; no failure in the states "
+                  f"reached ({liveness})", markup=False)
+        sys.exit(exitcodes.INCOMPLETE)
+    schedule = Schedule(
+        protocol=protocol,
+        seed=seed,
+        bug=bug,
+        protocol_options=options.as_dict(),
+        faults=faults,
+        moves=found.schedule,
+        found={"kind": found.kind, "failure": found.failure},
+    )
+    stem = f"{protocol}-{bug or 'correct'}-seed{seed}-{found.kind}"
+    schedule_path = out_dir / f"{stem}.schedule.json"
+    trace_path = out_dir / f"{stem}.ndjson"
+    schedule.write(schedule_path)
+    with trace_path.open("wb") as stream:
+        again = replay(schedule, stream=stream, tool_version=TOOL_VERSION)
+    out.print(f"FAILURE {found.kind}: {found.failure}", markup=False)
+    out.print(f"schedule ({len(found.schedule)} moves):", markup=False)
+    for number, move in enumerate(found.schedule, 1):
+        out.print(f"  {number:>3}. {move.describe()}", markup=False)
+    out.print(f"schedule={printable(schedule_path)}", markup=False)
+    out.print(f"trace={printable(trace_path)}", markup=False)
+    out.print(
+        f"reproduce: tlasim run {protocol} --schedule {printable(schedule_path)}", markup=False
+    )
+    if (again.outcome, again.failure) != (found.kind, found.failure):
+        # The replay is the same code on the same moves: a difference is a bug.
+        err.print(
+            f"tlasim: the replay ended {again.outcome} ({again.failure}), not as the search "
+            "did: the explorer is not deterministic",
+            markup=False,
+        )
+        sys.exit(exitcodes.INTERNAL)
+    if validate:
+        from tracing.validation.validator import validate_trace
+
+        verdict = validate_trace(trace_path)
+        out.print(verdict.report(), markup=False)
+    sys.exit({
+        FOUND_SAFETY: exitcodes.SAFETY,
+        FOUND_ERROR: exitcodes.SAFETY,
+        FOUND_LIVENESS: exitcodes.LIVENESS,
+    }[found.kind])
+
+
+def _explore_with_progress(
+    definition: ProtocolDefinition, config: Any, bounds: SearchBounds, quiet: bool
+) -> Exploration:
+    if quiet or not err.is_terminal:
+        return explore(definition, config, bounds)
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("exploring", total=None)
+
+        def show(so_far: Exploration) -> None:
+            bar.update(
+                task,
+                description=(
+                    f"states {so_far.states:,}  transitions {so_far.transitions:,}  "
+                    f"depth {so_far.depth}  {so_far.states_per_second:,.0f} states/s"
+                ),
+            )
+
+        return explore(definition, config, bounds, progress=show)
