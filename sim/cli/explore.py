@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import click
-from rich.progress import Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as ProgressBar
+from rich.progress import TextColumn, TimeElapsedColumn
 
 from protocols import get_protocol
-from protocols.definition import ProtocolDefinition
 from sim import exitcodes
 from sim.cli.support import (
     check_bug,
@@ -21,6 +22,7 @@ from sim.cli.support import (
     parse_assignments,
     protocol_argument,
 )
+from sim.explore.differential import ProjectedSteps, check, collect
 from sim.explore.schedule import Schedule, replay
 from sim.explore.search import (
     BFS,
@@ -29,6 +31,7 @@ from sim.explore.search import (
     FOUND_LIVENESS,
     FOUND_SAFETY,
     Exploration,
+    Progress,
     SearchBounds,
     explore,
 )
@@ -38,6 +41,7 @@ from sim.run.runner import TOOL_VERSION
 from tracing.printable import printable
 
 DEFAULT_OUT = Path(".tlasim/explore")
+T = TypeVar("T")
 
 
 @click.command("explore", epilog=exit_code_help())
@@ -65,6 +69,9 @@ DEFAULT_OUT = Path(".tlasim/explore")
               default=DEFAULT_OUT, show_default=True,
               help="Where a counterexample's schedule and trace go.")
 @click.option("--validate", is_flag=True, help="Check a counterexample's trace with TLC.")
+@click.option("--differential", is_flag=True,
+              help="Also check that every step taken is a step of the spec: one trace per "
+                   "distinct projected step, all checked by TLC.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @guarded
 def explore_command(
@@ -81,6 +88,7 @@ def explore_command(
     order: str,
     out_dir: Path,
     validate: bool,
+    differential: bool,
     quiet: bool,
 ) -> None:
     """Check every schedule of PROTOCOL within the bounds: each oracle at every
@@ -99,35 +107,58 @@ def explore_command(
     )
     for key, value in options.as_dict().items():
         out.print(f"protocol_options.{key}={value}", markup=False)
-    result = _explore_with_progress(definition, config, bounds, quiet)
+    projected: ProjectedSteps | None = None
+    if differential:
+        projected = _with_progress(
+            lambda progress: collect(definition, config, bounds, progress), quiet
+        )
+        result = projected.exploration
+    else:
+        result = _with_progress(
+            lambda progress: explore(definition, config, bounds, progress=progress), quiet
+        )
     out.print(
         f"states={result.states} transitions={result.transitions} depth={result.depth} "
         f"seconds={result.seconds:.1f} states/s={result.states_per_second:.0f}",
         markup=False,
     )
     found = result.counterexample
-    if found is None:
-        if result.exhausted:
-            out.print("bound exhausted: every schedule within it passed every oracle, and "
-                      "every state can finish without faults", markup=False)
-            return
-        why = {"states": "--max-states", "time": "--time", "depth": "--depth"}[result.cut_by or ""]
-        liveness = (
-            "liveness checked on the states expanded" if result.liveness_checked
-            else "liveness not checked"
-        )
-        out.print(f"bound not exhausted: {why} ended the search; no failure in the states "
-                  f"reached ({liveness})", markup=False)
-        sys.exit(exitcodes.INCOMPLETE)
     schedule = Schedule(
         protocol=protocol,
         seed=seed,
         bug=bug,
         protocol_options=options.as_dict(),
         faults=faults,
-        moves=found.schedule,
-        found={"kind": found.kind, "failure": found.failure},
+        moves=found.schedule if found is not None else (),
+        found={"kind": found.kind, "failure": found.failure} if found is not None else {},
     )
+    if found is None and projected is not None:
+        checked = check(schedule, projected)
+        out.print(
+            f"differential: {checked.projected_states} distinct spec states and "
+            f"{checked.projected_steps} distinct spec steps reached; TLC accepted "
+            f"{checked.traces_checked - len(checked.rejected)} of {checked.traces_checked} "
+            "traces, one per step",
+            markup=False,
+        )
+        for moves, verdict in checked.rejected[:3]:
+            out.print(f"  a step the spec does not allow, after {len(moves)} moves:", markup=False)
+            out.print(verdict.report(), markup=False)
+        if checked.rejected:
+            sys.exit(exitcodes.TRACE_REJECTED)
+    if found is None:
+        if result.exhausted:
+            reach = (
+                f"every schedule of up to {max_depth} moves" if result.depth_bounded
+                else "every schedule (no state had an unexplored move)"
+            )
+            out.print(f"bound exhausted: {reach} passed every oracle, and every state "
+                      "can still finish without faults", markup=False)
+            return
+        why = {"states": "--max-states", "time": "--time"}[result.cut_by or ""]
+        out.print(f"bound not exhausted: {why} ended the search; no failure in the states "
+                  "reached (liveness not checked)", markup=False)
+        sys.exit(exitcodes.INCOMPLETE)
     stem = f"{protocol}-{bug or 'correct'}-seed{seed}-{found.kind}"
     schedule_path = out_dir / f"{stem}.schedule.json"
     trace_path = out_dir / f"{stem}.ndjson"
@@ -163,12 +194,11 @@ def explore_command(
     }[found.kind])
 
 
-def _explore_with_progress(
-    definition: ProtocolDefinition, config: Any, bounds: SearchBounds, quiet: bool
-) -> Exploration:
+def _with_progress(run: Callable[[Progress | None], T], quiet: bool) -> T:
+    """Run a search, showing its progress on a terminal's stderr."""
     if quiet or not err.is_terminal:
-        return explore(definition, config, bounds)
-    with Progress(
+        return run(None)
+    with ProgressBar(
         TextColumn("[progress.description]{task.description}"),
         TimeElapsedColumn(),
         console=err,
@@ -185,4 +215,4 @@ def _explore_with_progress(
                 ),
             )
 
-        return explore(definition, config, bounds, progress=show)
+        return run(show)

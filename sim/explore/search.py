@@ -13,20 +13,23 @@ A step the oracle rejects, or a core that raises, ends the search with that
 schedule. When the search has seen every state within its bounds, it checks
 liveness: from every state it expanded, some fault-free schedule (starts,
 deliveries, timers, restarts) must reach a state where the protocol has
-finished. A state that cannot is a counterexample too. A search cut short
-by `max_states`, `max_depth` or `time_limit` says so: what it did not
-expand, it did not check.
+finished; a state left unexpanded at the depth bound counts as one that
+may. A state that cannot is a counterexample too. The depth bound is part
+of the bound: a search that expanded every state shallower than it has
+exhausted the bound. A search cut short by `max_states` or `time_limit`
+says so: what it did not expand, it did not check, and it checks no
+liveness.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocols.definition import ProtocolDefinition
+from protocols.definition import ProtocolDefinition, StepInfo
 from protocols.errors import ConfigError, InvariantViolation
 from sim.explore.moves import Move
 from sim.explore.system import ExploredSystem, FaultBounds
@@ -70,7 +73,8 @@ class Exploration:
     depth: int = 0  # the deepest state reached, in moves
     seconds: float = 0.0
     exhausted: bool = False  # every state within the bounds was expanded
-    cut_by: str | None = None  # which limit ended the search early
+    depth_bounded: bool = False  # some state was left unexpanded at the depth bound
+    cut_by: str | None = None  # which limit ("states", "time") ended the search early
     liveness_checked: bool = False
     counterexample: Counterexample | None = None
 
@@ -90,6 +94,11 @@ class _Node:
 
 
 Progress = Callable[[Exploration], None]
+# Hears every trace step: variables before, the step, variables after, and a
+# function that gives the schedule taking it (built only when asked for).
+StepObserver = Callable[
+    [Mapping[str, Any], StepInfo, Mapping[str, Any], Callable[[], tuple[Move, ...]]], None
+]
 
 
 def explore(
@@ -99,6 +108,7 @@ def explore(
     *,
     progress: Progress | None = None,
     progress_every: float = 0.5,
+    on_step: StepObserver | None = None,
 ) -> Exploration:
     result = Exploration()
     started = time.monotonic()
@@ -120,6 +130,14 @@ def explore(
         result.seconds = time.monotonic() - started
         return result
 
+    def observe(system: ExploredSystem, index: int, move: Move | None) -> None:
+        if on_step is not None:
+            observer = on_step
+            system.observer = lambda before, step, after: observer(
+                before, step, after, lambda: schedule_to(index, move)
+            )
+
+    observe(root, 0, None)
     try:
         root.initial_step()
     except InvariantViolation as violation:
@@ -142,7 +160,7 @@ def explore(
         index, frozen = take()
         node = nodes[index]
         if bounds.max_depth is not None and node.depth >= bounds.max_depth:
-            result.cut_by = "depth"
+            result.depth_bounded = True
             continue
         node.expanded = True
         system = ExploredSystem.thaw(frozen, protocol)
@@ -152,6 +170,7 @@ def explore(
             while tries:
                 attempt = tries.pop(0)
                 twin = ExploredSystem.thaw(frozen, protocol)
+                observe(twin, index, attempt)
                 result.transitions += 1
                 try:
                     steps = twin.apply(attempt)
@@ -183,12 +202,18 @@ def explore(
                         result.cut_by = "states"
                         frontier.clear()
                         tries.clear()
+                elif nodes[known].depth > node.depth + 1:
+                    # Depth-first order met this state deeper first. Reached
+                    # sooner now, it is expanded again from here, so that the
+                    # depth bound cuts every path at the same length.
+                    nodes[known] = _Node(index, attempt, node.depth + 1, nodes[known].done)
+                    frontier.append((known, twin.freeze()))
                 if attempt.fault_free:
                     node.fault_free_next.append(known)
             if result.cut_by == "states":
                 break
     result.exhausted = result.cut_by is None
-    if result.cut_by in (None, "depth"):
+    if result.exhausted:
         stuck = _stuck_state(nodes)
         result.liveness_checked = True
         if stuck is not None:

@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import pickle
 import weakref
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import msgpack
 
 from protocols.base import Receive, Send, SetTimer, Start, Timeout
-from protocols.definition import ProtocolDefinition
+from protocols.definition import ProtocolDefinition, StepInfo
 from protocols.errors import ConfigError
 from sim.explore.canonical import state_digest
 from sim.explore.moves import DELIVER, DUPLICATE, FIRE, LOSE, RESTART, START, Move
@@ -81,6 +81,11 @@ class ExploredSystem(StepMachine):
         self._records = message_records(protocol)
         self._payloads = _PAYLOADS.setdefault(protocol, {})  # see _payload
         self._bag_snapshot: dict[Hashable, int] | None = None
+        # Hears every trace step as (variables before, the step, variables
+        # after); the differential check collects the spec's steps with it.
+        self.observer: Callable[[Mapping[str, Any], StepInfo, Mapping[str, Any]], None] | None = (
+            None
+        )
         # The move being made: its node, its steps so far, the step it crashes after.
         self._mover: str | None = None
         self._mover_steps = 0
@@ -126,6 +131,9 @@ class ExploredSystem(StepMachine):
         not fit this system)."""
         self.moves_made += 1
         self._mover, self._mover_steps, self._crash_after = move.node, 0, move.crash_after
+        if self.observer is not None and not self.last_vars:
+            # A thawed system has not kept its variables (see freeze).
+            self.last_vars = self.spec_vars()
         host = self.hosts.get(move.node)
         if host is None:
             raise ConfigError(f"{move.describe()}: no node {move.node!r} in this system")
@@ -218,6 +226,12 @@ class ExploredSystem(StepMachine):
     def _params(self, envelope: Envelope) -> dict[str, Any]:
         return {"msg": self._record_of(envelope)}
 
+    def record(self, node: str | None, action: str, params: Mapping[str, Any]) -> None:
+        before = self.last_vars
+        super().record(node, action, params)
+        if self.observer is not None:
+            self.observer(before, StepInfo(self.now, node, action, params), self.last_vars)
+
     # ---- the step machine's hooks ----
 
     @property
@@ -268,16 +282,18 @@ class ExploredSystem(StepMachine):
         refinement mapping's per-node inputs are derived from the hosts, so
         they are rebuilt rather than copied."""
         kept = (self.protocol, self._records, self._views, self._logs, self._up,
-                self._changed, self.last_vars, self._bag_snapshot, self._payloads)
+                self._changed, self.last_vars, self._bag_snapshot, self._payloads,
+                self.observer)
         self.protocol, self._records = None, None  # type: ignore[assignment]
-        self._payloads = {}
+        self._payloads, self.observer = {}, None
         self._views, self._logs, self._up, self._changed = {}, {}, {}, []
         self.last_vars, self._bag_snapshot = {}, None
         try:
             return pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
         finally:
             (self.protocol, self._records, self._views, self._logs, self._up,
-             self._changed, self.last_vars, self._bag_snapshot, self._payloads) = kept
+             self._changed, self.last_vars, self._bag_snapshot, self._payloads,
+             self.observer) = kept
 
     @staticmethod
     def thaw(frozen: bytes, protocol: ProtocolDefinition) -> ExploredSystem:
