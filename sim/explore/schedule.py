@@ -114,8 +114,8 @@ class Schedule:
 
 def _looks_like_trace(data: bytes) -> bool:
     first = data.lstrip()[:1]
-    if first and first != b"{":
-        return True  # msgpack
+    if first and (0x80 <= first[0] <= 0x8F or first[0] in (0xDE, 0xDF)):
+        return True  # msgpack: a trace's first record is a map
     try:
         line = json.loads(data.split(b"\n", 1)[0])
     except ValueError:
