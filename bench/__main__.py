@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from bench import bugs, campaign, kernel, linearizability, refinement, validation
+from bench import bugs, campaign, explore, kernel, linearizability, refinement, validation
 from sim.cli.support import out
 
 # The standard campaign of each protocol: its default options, swarm faults.
@@ -58,6 +58,7 @@ def main() -> None:
         )
 
     refinement_tables(console)
+    explore_table(console)
 
     table = Table(title="Swarm: seeds to the first failure, per bug variant")
     for column in ("protocol", "bug", "median", "sweeps", "misses", "counts"):
@@ -69,6 +70,22 @@ def main() -> None:
     console.print(table)
 
     linearizability_tables(console)
+
+
+def explore_table(console: Console) -> None:
+    table = Table(title="Explorer beside TLC: states per second on the same constants")
+    for column in ("bound", "explorer states", "s", "states/s", "TLC check", "TLC states",
+                   "s", "states/s", "explorer / TLC"):
+        table.add_column(column)
+    for row in explore.run():
+        table.add_row(
+            row.label + ("" if row.explorer_exhausted else " (cut by time)"),
+            f"{row.explorer_states:,}", f"{row.explorer_seconds:.1f}",
+            f"{row.explorer_rate:,.0f}", row.tlc_check, f"{row.tlc_states:,}",
+            f"{row.tlc_seconds:.1f}", f"{row.tlc_rate:,.0f}",
+            f"{row.explorer_rate / row.tlc_rate:.3f}x",
+        )
+    console.print(table)
 
 
 def refinement_tables(console: Console) -> None:
