@@ -31,7 +31,7 @@ from typing import Any
 
 from protocols.definition import ProtocolDefinition, StepInfo
 from protocols.errors import ConfigError, InvariantViolation
-from sim.explore.moves import Move
+from sim.explore.moves import DUPLICATE, LOSE, Move
 from sim.explore.system import ExploredSystem, FaultBounds
 
 BFS = "bfs"
@@ -49,6 +49,9 @@ class SearchBounds:
     max_states: int | None = None
     time_limit: float | None = None  # seconds
     order: str = BFS
+    # Partial-order reduction (sleep sets): skip a move that commutes with
+    # one already tried from an earlier state. See `independent`.
+    reduce: bool = False
 
     def __post_init__(self) -> None:
         if self.order not in (BFS, DFS):
@@ -76,6 +79,7 @@ class Exploration:
     depth_bounded: bool = False  # some state was left unexpanded at the depth bound
     cut_by: str | None = None  # which limit ("states", "time") ended the search early
     liveness_checked: bool = False
+    reduced: bool = False  # partial-order reduction was on (and applicable)
     counterexample: Counterexample | None = None
 
     @property
@@ -91,6 +95,9 @@ class _Node:
     done: bool  # the protocol has finished in this state
     expanded: bool = False
     fault_free_next: list[int] = field(default_factory=list)
+    # The moves not to try from here, under reduction: each commutes with a
+    # move already tried from an earlier state, which reaches the same state.
+    sleep: frozenset[Move] = frozenset()
 
 
 Progress = Callable[[Exploration], None]
@@ -113,6 +120,9 @@ def explore(
     result = Exploration()
     started = time.monotonic()
     root = ExploredSystem(protocol, config, bounds.faults)
+    # Moves of different nodes commute only when no two cores share state.
+    reduce = bounds.reduce and not root.cores_share_state()
+    result.reduced = reduce
     nodes: list[_Node] = []
     seen: dict[bytes, int] = {}
 
@@ -164,7 +174,20 @@ def explore(
             continue
         node.expanded = True
         system = ExploredSystem.thaw(frozen, protocol)
+        tried: list[Move] = []  # base moves tried from here, in order
+        crash_budget_left = system.crashes < bounds.faults.crashes
         for move in list(system.moves()):
+            if move in node.sleep:
+                continue
+            # A successor sleeps on every move it commutes with that was
+            # slept on here, or tried from here before this one.
+            successor_sleep: frozenset[Move] = frozenset()
+            if reduce:
+                successor_sleep = frozenset(
+                    other for other in (*node.sleep, *tried)
+                    if independent(other, move, system.crash_nodes, crash_budget_left)
+                )
+            tried.append(move)
             tries = [move]
             first = True
             while tries:
@@ -194,7 +217,8 @@ def explore(
                 known = seen.get(digest)
                 if known is None:
                     known = seen[digest] = len(nodes)
-                    nodes.append(_Node(index, attempt, node.depth + 1, twin.unfinished() is None))
+                    nodes.append(_Node(index, attempt, node.depth + 1, twin.unfinished() is None,
+                                       sleep=successor_sleep))
                     result.states += 1
                     result.depth = max(result.depth, node.depth + 1)
                     frontier.append((known, twin.freeze()))
@@ -206,14 +230,25 @@ def explore(
                     # Depth-first order met this state deeper first. Reached
                     # sooner now, it is expanded again from here, so that the
                     # depth bound cuts every path at the same length.
-                    nodes[known] = _Node(index, attempt, node.depth + 1, nodes[known].done)
+                    nodes[known] = _Node(index, attempt, node.depth + 1, nodes[known].done,
+                                         sleep=nodes[known].sleep & successor_sleep)
                     frontier.append((known, twin.freeze()))
+                elif reduce and not nodes[known].sleep <= successor_sleep:
+                    # Reached again, sleeping on fewer moves: those it slept
+                    # on before but not now must be tried after all.
+                    known_node = nodes[known]
+                    known_node.sleep &= successor_sleep
+                    if known_node.expanded:
+                        known_node.expanded = False
+                        frontier.append((known, twin.freeze()))
                 if attempt.fault_free:
                     node.fault_free_next.append(known)
             if result.cut_by == "states":
                 break
     result.exhausted = result.cut_by is None
-    if result.exhausted:
+    # Reduction keeps every state but not every move between them, so the
+    # graph the liveness check walks would lack edges: it is not checked.
+    if result.exhausted and not reduce:
         stuck = _stuck_state(nodes)
         result.liveness_checked = True
         if stuck is not None:
@@ -227,6 +262,24 @@ def explore(
                 )
             )
     return finish()
+
+
+def independent(a: Move, b: Move, crash_nodes: frozenset[str], crash_budget_left: bool) -> bool:
+    """Whether moves `a` and `b`, both enabled, commute and neither disables the other.
+
+    Moves of different nodes do, when no two cores share state (the search
+    checks that first): each changes its own node, its own timers and disk,
+    and adds to or takes its own messages from the bag, and counts commute.
+    What breaks it is a shared budget: two losses (or two duplicates) when
+    one more is allowed, and two moves that may each end in a crash while a
+    crash is left. A loss or duplicate counts as its message's destination's
+    move, so it never commutes with a delivery of the same message.
+    """
+    if a.node == b.node:
+        return False
+    if a.kind == b.kind and a.kind in (LOSE, DUPLICATE):
+        return False
+    return not (crash_budget_left and a.node in crash_nodes and b.node in crash_nodes)
 
 
 def _stuck_state(nodes: list[_Node]) -> int | None:

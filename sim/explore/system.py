@@ -24,6 +24,7 @@ keeps in flight, to be lost by a move or delivered after a restart.
 
 from __future__ import annotations
 
+import enum
 import pickle
 import weakref
 from collections.abc import Callable, Hashable, Iterator, Mapping
@@ -61,6 +62,38 @@ _PAYLOADS: weakref.WeakKeyDictionary[ProtocolDefinition, dict[bytes, bytes]] = (
 # (src, dst, payload): a message in flight. Equal messages between the same
 # nodes are one entry with a count, as in the spec's bag.
 Envelope = tuple[str, str, bytes]
+
+
+_LEAVES = frozenset({str, int, float, bytes, bool, type(None)})
+
+
+_OBJECT, _CONTAINER, _VALUE, _CONSTANT = "object", "container", "value", "constant"
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, dict | list | set | bytearray):
+        return _CONTAINER
+    if isinstance(value, tuple | frozenset):
+        return _CONSTANT  # its parts decide
+    if isinstance(value, enum.Enum | type) or callable(value):
+        return _CONSTANT
+    hash_of: Any = type(value).__hash__
+    return _OBJECT if hash_of is None or hash_of is object.__hash__ else _VALUE
+
+
+def _parts(value: Any) -> list[Any]:
+    if isinstance(value, enum.Enum | type) or callable(value):
+        return []  # a constant or code, not state
+    if isinstance(value, Mapping):
+        return [*value.keys(), *value.values()]
+    if isinstance(value, list | tuple | set | frozenset):
+        return list(value)
+    parts = list(getattr(value, "__dict__", {}).values())
+    for klass in type(value).__mro__:
+        for name in klass.__dict__.get("__slots__", ()):
+            if isinstance(name, str) and hasattr(value, name):
+                parts.append(getattr(value, name))
+    return parts
 
 
 class ExploredSystem(StepMachine):
@@ -324,6 +357,33 @@ class ExploredSystem(StepMachine):
             self.unstarted,
             (self.crashes, self.losses, self.duplicates),
         ))
+
+    def cores_share_state(self) -> bool:
+        """Whether two cores hold one mutable object (a shared memory, say).
+
+        Then a move of one node can change what another reads, and moves of
+        different nodes do not commute (see the search's reduction). An
+        object hashed by its identity, or not hashable, is mutable. So is a
+        dict, list, set or bytearray, unless it is part of a value (an object
+        that hashes by value, such as a frozen configuration): a frozen
+        object's containers are taken as frozen with it."""
+        owner: dict[int, str] = {}
+        for node_id, host in self.hosts.items():
+            stack: list[tuple[Any, bool]] = [(host.core, False)]
+            seen: set[int] = set()
+            while stack:
+                value, in_value = stack.pop()
+                if id(value) in seen or type(value) in _LEAVES:
+                    continue
+                seen.add(id(value))
+                kind = _kind_of(value)
+                if (kind == _OBJECT or (kind == _CONTAINER and not in_value)) and owner.setdefault(
+                    id(value), node_id
+                ) != node_id:
+                    return True
+                inside = in_value or kind == _VALUE
+                stack.extend((part, inside) for part in _parts(value))
+        return False
 
     def unfinished(self) -> str | None:
         """What the protocol has not finished in this state, or None."""

@@ -434,3 +434,29 @@ def test_run_refuses_a_bad_schedule_with_a_clear_message(tmp_path: Path) -> None
     assert clash.returncode == exitcodes.USAGE and "--seed cannot be given" in clash.stderr
     missing = tlasim("run", "twopc")
     assert missing.returncode == exitcodes.USAGE and "--seed is required" in missing.stderr
+
+
+def test_reduction_keeps_every_state_and_tries_fewer_moves() -> None:
+    definition, config = twopc_config()
+    full = explore(definition, config, SearchBounds(max_depth=10))
+    reduced = explore(definition, config, SearchBounds(max_depth=10, reduce=True))
+    assert reduced.reduced and reduced.states == full.states
+    assert reduced.transitions < full.transitions * 0.8
+    assert not reduced.liveness_checked
+    buggy_definition, buggy = twopc_config("commit-before-durable")
+    found = explore(buggy_definition, buggy,
+                    SearchBounds(FaultBounds(crashes=1), reduce=True)).counterexample
+    assert found is not None and found.kind == FOUND_SAFETY
+
+
+def test_reduction_is_off_when_cores_share_memory() -> None:
+    definition = get_protocol("lockfree-queue")
+    config = definition.configure(
+        definition.make_options({"thread_count": 2, "ops_per_thread": 1}), None,
+        split(0).workload,
+    )
+    result = explore(definition, config, SearchBounds(reduce=True))
+    assert not result.reduced and result.liveness_checked
+    assert ExploredSystem(definition, config, FaultBounds()).cores_share_state()
+    twopc, twopc_cfg = twopc_config()
+    assert not ExploredSystem(twopc, twopc_cfg, FaultBounds()).cores_share_state()
