@@ -72,26 +72,36 @@ class DifferentialResult:
         return not self.rejected
 
 
-def check(
-    schedule_of: Schedule, found: ProjectedSteps, workdir: Path | None = None
-) -> DifferentialResult:
-    """Replay each witness into a trace and have TLC check them all.
+def write_witnesses(
+    schedule_of: Schedule, found: ProjectedSteps, folder: Path
+) -> list[tuple[tuple[Move, ...], Path]]:
+    """Replay each witness into a trace in `folder`.
 
     `schedule_of` gives the run (protocol, seed, bug, options, fault bounds);
     its moves are replaced by each witness's."""
-    witnesses = list(found.witnesses.values())
+    written = []
+    for number, moves in enumerate(found.witnesses.values()):
+        path = folder / f"{schedule_of.protocol}-step-{number:06d}.ndjson"
+        schedule = Schedule(
+            schedule_of.protocol, schedule_of.seed, schedule_of.bug,
+            schedule_of.protocol_options, schedule_of.faults, moves,
+        )
+        with path.open("wb") as stream:
+            replay(schedule, stream=stream, tool_version=TOOL_VERSION)
+        written.append((moves, path))
+    return written
+
+
+def check(
+    schedule_of: Schedule, found: ProjectedSteps, workdir: Path | None = None
+) -> DifferentialResult:
+    """Replay each witness into a trace and have TLC check them all, in batches."""
     with tempfile.TemporaryDirectory(prefix="tlasim-differential-") as scratch:
-        folder = workdir or Path(scratch)
-        paths = []
-        for number, moves in enumerate(witnesses):
-            path = folder / f"step-{number:06d}.ndjson"
-            schedule = Schedule(
-                schedule_of.protocol, schedule_of.seed, schedule_of.bug,
-                schedule_of.protocol_options, schedule_of.faults, moves,
-            )
-            with path.open("wb") as stream:
-                replay(schedule, stream=stream, tool_version=TOOL_VERSION)
-            paths.append(path)
-        verdicts = validate_traces(paths, explain=False)
-    rejected = [(w, v) for w, v in zip(witnesses, verdicts, strict=True) if not v.accepted]
-    return DifferentialResult(len(found.states), len(witnesses), len(paths), rejected)
+        written = write_witnesses(schedule_of, found, workdir or Path(scratch))
+        verdicts = validate_traces([path for _, path in written], explain=False)
+    rejected = [
+        (moves, verdict)
+        for (moves, _), verdict in zip(written, verdicts, strict=True)
+        if not verdict.accepted
+    ]
+    return DifferentialResult(len(found.states), len(written), len(written), rejected)
