@@ -86,6 +86,13 @@ def explore_table(console: Console) -> None:
             f"{row.explorer_rate / row.tlc_rate:.3f}x",
         )
     console.print(table)
+    seen = explore.projection()
+    console.print(
+        f"differential, {seen.label}: {seen.implementation_states:,} implementation states "
+        f"project to {seen.projected_states:,} distinct spec states and "
+        f"{seen.projected_steps:,} distinct spec steps; TLC's {seen.tlc_check} "
+        f"(same constants, its own bounds, up to symmetry): {seen.tlc_states:,} states"
+    )
 
 
 def refinement_tables(console: Console) -> None:

@@ -64,3 +64,33 @@ def run() -> list[Row]:
         rows.append(Row(label, found.states, found.seconds, found.exhausted, check,
                         tlc.distinct_states or 0, tlc.seconds))
     return rows
+
+
+@dataclass(frozen=True)
+class Projection:
+    label: str
+    implementation_states: int
+    projected_states: int
+    projected_steps: int
+    tlc_check: str
+    tlc_states: int
+
+
+def projection() -> Projection:
+    """The spec states the implementation reaches, beside TLC's count for the
+    same constants (twopc, RM = {r1, r2}, Tx = {t1}). TLC's check bounds the
+    bag (MaxCopies 2, MaxInFlight 3) and counts up to symmetry; the
+    explorer's bound is 1 crash, 1 loss, 1 duplicate and 9 moves."""
+    from sim.explore.differential import collect
+
+    definition = get_protocol("twopc")
+    config = definition.configure(
+        definition.make_options({"rm_count": 2, "tx_count": 1}), None, split(0).workload
+    )
+    found = collect(definition, config, SearchBounds(FaultBounds(1, 1, 1), max_depth=9))
+    (tlc,) = check_specs(names=["twopc-safety"])
+    return Projection(
+        "twopc, 2 RMs, 1 tx, 1 crash, 1 loss, 1 dup, depth 9",
+        found.exploration.states, len(found.states), len(found.witnesses),
+        "twopc-safety", tlc.distinct_states or 0,
+    )
