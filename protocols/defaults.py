@@ -36,10 +36,10 @@ from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from protocols.base import Core
-from protocols.definition import Oracle, build_options
+from protocols.definition import Oracle, ProtocolDefinition, build_options
 from protocols.errors import InternalError, ProtocolViolation
 from protocols.trace_template import find_template, read_action_names, shipped_spec_dirs
 from protocols.wire import Schema
@@ -182,3 +182,10 @@ class ProtocolBase(ABC):
     def message_record(self, msg: Any) -> Mapping[str, Any]:
         self._schema(f"give the record of {msg!r}")
         return cast(Mapping[str, Any], msg)
+
+
+if TYPE_CHECKING:
+
+    def _meets_the_interface(definition: ProtocolBase) -> ProtocolDefinition:
+        """Never called: mypy checks here that ProtocolBase is a ProtocolDefinition."""
+        return definition
