@@ -5,7 +5,9 @@ A protocol package exposes one `ProtocolDefinition` (see
 cores directly: it builds them through the definition, encodes messages
 through it, and asks it for the refinement mapping, the oracle and the spec
 metadata that go into the trace header. Adding a protocol means writing one
-of these and registering it in `protocols/__init__.py`.
+of these as `DEFINITION` in the package's `definition` module, usually as a
+subclass of `protocols.defaults.ProtocolBase`, which supplies every part
+that is the same for all protocols; `protocols/__init__.py` finds it.
 """
 
 from __future__ import annotations
@@ -97,12 +99,21 @@ class ProtocolDefinition(Protocol):
     variable_types: Mapping[str, str]  # spec variable -> TLA+ type, in spec order
     # option name -> (simplest, most complex) bound that search mode draws from
     workload_ranges: Mapping[str, tuple[int, int] | tuple[float, float]]
-    source_files: Sequence[str]  # the modelled code, relative to the repository root
-    # Every action name a trace line of this protocol may carry: its cores'
-    # steps, crash_step's actions, the network actions (if any), and "Init", the
-    # first line the kernel writes. It must equal the trace template's
-    # TraceActionNames; `tlasim drift` holds both the code and the spec to it.
-    trace_actions: frozenset[str]
+    @property
+    def source_files(self) -> Sequence[str]:
+        """The modelled code, relative to the repository root."""
+        ...
+
+    @property
+    def trace_actions(self) -> frozenset[str]:
+        """Every action name a trace line of this protocol may carry.
+
+        Its cores' steps, crash_step's actions, the network actions (if any),
+        and "Init", the first line the kernel writes. It must equal the trace
+        template's TraceActionNames (ProtocolBase reads it from there), and
+        `tlasim drift` holds both the code and the spec to it.
+        """
+        ...
 
     @property
     def bugs(self) -> Mapping[str, Any]: ...

@@ -25,6 +25,8 @@ class BugVariant:
 
 
 def check_bug(bugs: Mapping[str, BugVariant], protocol: str, name: str | None) -> str | None:
+    """`name` if it names one of `bugs` (or is None); else a ConfigError naming both."""
     if name is not None and name not in bugs:
-        raise ConfigError(f"unknown {protocol} bug {name!r}; known: {', '.join(bugs)}")
+        known = ", ".join(bugs) or "none (it has no bug variants)"
+        raise ConfigError(f"unknown {protocol} bug {name!r}; known: {known}")
     return name

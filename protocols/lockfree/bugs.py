@@ -10,7 +10,6 @@ seed's. The traces of every run are checked against the correct algorithm
 from __future__ import annotations
 
 from protocols.zoo import BugVariant
-from protocols.zoo import check_bug as _check_bug
 
 LAST_NODE = "last_node"
 HALF_VISIBLE = "half_visible"
@@ -54,10 +53,3 @@ STACK_BUGS: dict[str, BugVariant] = {
     )
 }
 
-
-def check_queue_bug(name: str | None) -> str | None:
-    return _check_bug(QUEUE_BUGS, "lock-free queue", name)
-
-
-def check_stack_bug(name: str | None) -> str | None:
-    return _check_bug(STACK_BUGS, "Treiber stack", name)

@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
+from protocols.defaults import OptionsBase
 from protocols.definition import check_option_values
 from protocols.errors import ConfigError
 from protocols.lockfree.memory import Reference, SharedMemory
 
 
 @dataclass(frozen=True, slots=True)
-class LockFreeOptions:
+class LockFreeOptions(OptionsBase):
     """Bounds and timing of a run; the defaults are the queue's, seed 000's."""
 
     thread_count: int = 3  # worker threads (the spec's Procs)
@@ -46,9 +47,6 @@ class LockFreeOptions:
                 f"stall_ticks_max={self.stall_ticks_max}: must be at least "
                 f"step_ticks_max={self.step_ticks_max}"
             )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True, slots=True)

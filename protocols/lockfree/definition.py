@@ -16,60 +16,40 @@ of a buggy run is checked against the correct algorithm.
 from __future__ import annotations
 
 import random
+from abc import abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from protocols.base import Core
-from protocols.definition import build_options
-from protocols.errors import InternalError
+from protocols.defaults import ProtocolBase
 from protocols.lockfree.config import LockFreeConfig, LockFreeOptions, build_config
-from protocols.lockfree.oracles import LockFreeOracle
 from protocols.lockfree.thread import NULL, RUN, ThreadCore, spec_ptr
-from protocols.zoo import BugVariant
 
 PTR = "Nodes \\cup {None}"
 MISMATCH = "None \\cup [worker: Procs, check: STRING, answer: ANY, expected: Seq(Nodes)]"
 
 
-class LockFreeDefinition:
-    """What both structures share; a subclass names its spec, threads and words."""
+class LockFreeDefinition(ProtocolBase):
+    """What both structures share; a subclass names its spec, threads and words.
 
-    name: str
-    summary: str
-    spec_module: str
-    # No messages: the kernel never writes a network action for these.
-    net_lose_action: str | None = None
-    net_duplicate_action: str | None = None
-    variable_types: Mapping[str, str]
+    No messages and no crash step (ProtocolBase's defaults): the kernel never
+    writes a network action or a crash for these, and no thread may crash.
+    """
+
     workload_ranges: Mapping[str, tuple[int, int] | tuple[float, float]] = {
         "thread_count": (2, 3),
         "node_count": (2, 4),
         "ops_per_thread": (2, 4),
         "stall_probability": (0.05, 0.3),
     }
-    source_files: Sequence[str]
-    trace_actions: frozenset[str]
     # The spec's process-local variables, in its order.
     LOCALS: ClassVar[tuple[str, ...]]
     THREAD: ClassVar[type[ThreadCore]]
     OPTIONS: ClassVar[type[LockFreeOptions]]
-    BUGS: ClassVar[Mapping[str, BugVariant]]
 
-    @property
-    def bugs(self) -> Mapping[str, BugVariant]:
-        return self.BUGS
-
-    def default_options(self) -> LockFreeOptions:
-        return self.OPTIONS()
-
-    def make_options(self, overrides: Mapping[str, Any]) -> LockFreeOptions:
-        return build_options(self.OPTIONS, self.name, overrides)
-
-    def check_bug(self, bug: str | None) -> str | None:
-        raise NotImplementedError
-
+    @abstractmethod
     def initial_words(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """The shared words' values before any thread runs."""
 
     def configure(
         self, options: LockFreeOptions, bug: str | None, workload_rng: random.Random
@@ -81,23 +61,8 @@ class LockFreeDefinition:
     def node_ids(self, config: LockFreeConfig) -> tuple[str, ...]:
         return config.threads
 
-    def crash_nodes(self, config: LockFreeConfig) -> tuple[str, ...]:
-        return ()
-
     def make_core(self, config: LockFreeConfig, node_id: str) -> Core:
         return self.THREAD(node_id, config)
-
-    def crash_step(self, node_id: str) -> tuple[str, Mapping[str, Any]]:
-        raise InternalError(f"{self.name} threads never crash, but {node_id} did")
-
-    def encode_message(self, msg: Any) -> dict[str, Any]:
-        raise InternalError(f"{self.name} threads send no messages")
-
-    def decode_message(self, data: Any) -> Any:
-        raise InternalError(f"{self.name} threads send no messages")
-
-    def message_record(self, msg: Any) -> Mapping[str, Any]:
-        raise InternalError(f"{self.name} threads send no messages")
 
     def spec_constants(self, config: LockFreeConfig) -> Mapping[str, Any]:
         return {
@@ -109,8 +74,9 @@ class LockFreeDefinition:
             "Bug": "none",
         }
 
+    @abstractmethod
     def shared_vars(self, config: LockFreeConfig) -> dict[str, Any]:
-        raise NotImplementedError
+        """The spec's shared words, from the run's memory."""
 
     def spec_vars(
         self,
@@ -135,9 +101,6 @@ class LockFreeDefinition:
         for local in ("steps", "pc", *self.LOCALS):
             spec[local] = {thread: views[thread][local] for thread in threads}
         return spec
-
-    def make_oracle(self, config: LockFreeConfig) -> LockFreeOracle:
-        raise NotImplementedError
 
     def settle_tick(self, config: LockFreeConfig) -> int:
         """Every thread has begun all its operations by the sum of its delays,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from protocols.zoo import BugVariant
-from protocols.zoo import check_bug as _check_bug
 
 FROZEN_ACCEPTS_WRITES = "frozen-accepts-writes"
 SWITCH_BEFORE_TRANSFER = "switch-before-transfer"
@@ -61,7 +60,3 @@ BUGS: dict[str, BugVariant] = {
         ),
     )
 }
-
-
-def check_bug(name: str | None) -> str | None:
-    return _check_bug(BUGS, "shard split", name)

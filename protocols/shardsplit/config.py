@@ -8,9 +8,9 @@ operations with their think times. A core never draws a random number.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
+from protocols.defaults import OptionsBase
 from protocols.definition import check_option_values
 from protocols.errors import ConfigError
 from protocols.frozen import FrozenRecord
@@ -27,7 +27,7 @@ def write_id(client: str, n: int) -> FrozenRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class ShardSplitOptions:
+class ShardSplitOptions(OptionsBase):
     key_count: int = 4  # keys k1..kN
     initial_shards: int = 1  # shards active at the start; they divide the keys evenly
     split_count: int = 2  # splits the coordinator runs, one at a time
@@ -58,9 +58,6 @@ class ShardSplitOptions:
             )
         if self.client_count > 32 or self.ops_per_client > 999:
             raise ConfigError("at most 32 clients and 999 operations per client")
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True, slots=True)

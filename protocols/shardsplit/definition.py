@@ -7,7 +7,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from protocols.base import Core
-from protocols.definition import build_options
+from protocols.defaults import ProtocolBase
 from protocols.derived import Derived, per_node
 from protocols.shardsplit import bugs
 from protocols.shardsplit.client import Client
@@ -18,17 +18,16 @@ from protocols.shardsplit.config import (
     build_config,
 )
 from protocols.shardsplit.coordinator import Coordinator
-from protocols.shardsplit.messages import Message, from_wire, to_wire
+from protocols.shardsplit.messages import SCHEMA
 from protocols.shardsplit.oracles import ShardSplitOracle
 from protocols.shardsplit.shard import Shard
-from protocols.zoo import BugVariant
 
 _VALUE = '[c: Clients \\cup {"-"}, n: Nat]'
 _SHARD_STATES = '{"absent", "splitting", "active", "frozen", "retired"}'
 _PHASES = '{"idle", "freezing", "retiring", "activating", "done"}'
 
 
-class ShardSplit:
+class ShardSplit(ProtocolBase):
     name = "shardsplit"
     summary = "shard split: a sharded key-value store splitting shards under client load"
     spec_module = "ShardSplitMsg"
@@ -66,20 +65,9 @@ class ShardSplit:
         "protocols/shardsplit/messages.py",
         "protocols/shardsplit/definition.py",
     )
-    # Every action a trace line may carry (see ProtocolDefinition): the
-    # template's TraceActionNames, held to the code by `tlasim drift`.
-    trace_actions: frozenset[str] = frozenset({
-        "Init",
-        "CoordStartSplit", "CoordResend", "CoordInstalled", "CoordSwitch",
-        "CoordRetired", "CoordActivated", "CoordFinish", "CoordRoute",
-        "CoordCrash", "CoordRecover",
-        "ShardGet", "ShardAccept", "ShardAckApplied", "ShardRedirect",
-        "ShardApply", "ShardFreeze", "ShardTransfer", "ShardInstall",
-        "ShardRetire", "ShardActivate", "ShardCrash", "ShardRecover",
-        "ClientInvoke", "ClientTimeout", "ClientRoute", "ClientRedirected",
-        "ClientReturn", "ClientIgnore",
-        "NetLose", "NetDuplicate",
-    })
+    OPTIONS = ShardSplitOptions
+    BUGS = bugs.BUGS
+    MESSAGES = SCHEMA
 
     def __init__(self) -> None:
         # Each variable gathered from every shard or client, and the shards'
@@ -91,20 +79,10 @@ class ShardSplit:
         }
         self._shard_up: Derived[dict[str, Any]] = Derived(per_node)
 
-    @property
-    def bugs(self) -> Mapping[str, BugVariant]:
-        return bugs.BUGS
-
-    def default_options(self) -> ShardSplitOptions:
-        return ShardSplitOptions()
-
-    def make_options(self, overrides: Mapping[str, Any]) -> ShardSplitOptions:
-        return build_options(ShardSplitOptions, "shardsplit", overrides)
-
     def configure(
         self, options: ShardSplitOptions, bug: str | None, workload_rng: random.Random
     ) -> ShardSplitConfig:
-        return build_config(options, bugs.check_bug(bug), workload_rng)
+        return build_config(options, self.check_bug(bug), workload_rng)
 
     def node_ids(self, config: ShardSplitConfig) -> tuple[str, ...]:
         return (COORD_ID, *config.shards, *config.clients)
@@ -123,15 +101,6 @@ class ShardSplit:
         if node_id == COORD_ID:
             return "CoordCrash", {}
         return "ShardCrash", {"shard": node_id}
-
-    def encode_message(self, msg: Message) -> dict[str, Any]:
-        return to_wire(msg)
-
-    def decode_message(self, data: Any) -> Message:
-        return from_wire(data)
-
-    def message_record(self, msg: Message) -> Mapping[str, Any]:
-        return msg
 
     def spec_constants(self, config: ShardSplitConfig) -> Mapping[str, Any]:
         return {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from protocols.zoo import BugVariant
-from protocols.zoo import check_bug as _check_bug
 
 READ_BEFORE_CHUNK = "read-before-chunk"
 REPLAY_FROM_WRONG_POSITION = "replay-from-wrong-position"
@@ -59,7 +58,3 @@ BUGS: dict[str, BugVariant] = {
         ),
     )
 }
-
-
-def check_bug(name: str | None) -> str | None:
-    return _check_bug(BUGS, "snapshot transfer", name)

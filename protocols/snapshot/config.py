@@ -8,9 +8,9 @@ Clients write to the source and read from the receiver.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
+from protocols.defaults import OptionsBase
 from protocols.definition import check_option_values
 from protocols.errors import ConfigError
 from protocols.frozen import FrozenRecord
@@ -27,7 +27,7 @@ def write_id(client: str, n: int) -> FrozenRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class SnapshotOptions:
+class SnapshotOptions(OptionsBase):
     key_count: int = 6
     chunk_count: int = 3  # the keys are divided into this many chunks
     client_count: int = 3
@@ -51,9 +51,6 @@ class SnapshotOptions:
             )
         if self.client_count > 32 or self.ops_per_client > 999:
             raise ConfigError("at most 32 clients and 999 operations per client")
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True, slots=True)

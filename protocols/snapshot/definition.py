@@ -7,7 +7,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from protocols.base import Core
-from protocols.definition import build_options
+from protocols.defaults import ProtocolBase
 from protocols.derived import Derived, per_node
 from protocols.snapshot import bugs
 from protocols.snapshot.client import SnapshotClient
@@ -18,17 +18,16 @@ from protocols.snapshot.config import (
     SnapshotOptions,
     build_config,
 )
-from protocols.snapshot.messages import Message, from_wire, to_wire
+from protocols.snapshot.messages import SCHEMA
 from protocols.snapshot.oracles import SnapshotOracle
 from protocols.snapshot.receiver import Receiver
 from protocols.snapshot.source import Source
-from protocols.zoo import BugVariant
 
 _VALUE = '[c: Clients \\cup {"-"}, n: Nat]'
 _WRITE = f"[key: Keys, val: {_VALUE}]"
 
 
-class SnapshotTransfer:
+class SnapshotTransfer(ProtocolBase):
     name = "snapshot"
     summary = "snapshot transfer: a replica joins from a snapshot while the source keeps writing"
     spec_module = "SnapshotTransferMsg"
@@ -67,38 +66,19 @@ class SnapshotTransfer:
         "protocols/snapshot/messages.py",
         "protocols/snapshot/definition.py",
     )
-    # Every action a trace line may carry (see ProtocolDefinition): the
-    # template's TraceActionNames, held to the code by `tlasim drift`.
-    trace_actions: frozenset[str] = frozenset({
-        "Init",
-        "SrcWrite", "SrcJoin", "SrcChunkAck", "SrcShip", "SrcRecordsAck",
-        "SrcReadIndex", "SrcResend", "SrcCrash", "SrcRecover",
-        "RcvJoin", "RcvChunk", "RcvRecords", "RcvGet", "RcvReadIndex",
-        "RcvServe", "RcvCrash", "RcvRecover",
-        "ClientInvoke", "ClientTimeout", "ClientRedirected", "ClientReturn",
-        "ClientIgnore",
-        "NetLose", "NetDuplicate",
-    })
+    OPTIONS = SnapshotOptions
+    BUGS = bugs.BUGS
+    MESSAGES = SCHEMA
 
     def __init__(self) -> None:
         # The clients' operations, kept while each client's is the same
         # object (see protocols.derived).
         self._client_op: Derived[dict[str, Any]] = Derived(per_node)
 
-    @property
-    def bugs(self) -> Mapping[str, BugVariant]:
-        return bugs.BUGS
-
-    def default_options(self) -> SnapshotOptions:
-        return SnapshotOptions()
-
-    def make_options(self, overrides: Mapping[str, Any]) -> SnapshotOptions:
-        return build_options(SnapshotOptions, "snapshot", overrides)
-
     def configure(
         self, options: SnapshotOptions, bug: str | None, workload_rng: random.Random
     ) -> SnapshotConfig:
-        return build_config(options, bugs.check_bug(bug), workload_rng)
+        return build_config(options, self.check_bug(bug), workload_rng)
 
     def node_ids(self, config: SnapshotConfig) -> tuple[str, ...]:
         return (SOURCE_ID, RECEIVER_ID, *config.clients)
@@ -115,15 +95,6 @@ class SnapshotTransfer:
 
     def crash_step(self, node_id: str) -> tuple[str, Mapping[str, Any]]:
         return ("SrcCrash" if node_id == SOURCE_ID else "RcvCrash"), {}
-
-    def encode_message(self, msg: Message) -> dict[str, Any]:
-        return to_wire(msg)
-
-    def decode_message(self, data: Any) -> Message:
-        return from_wire(data)
-
-    def message_record(self, msg: Message) -> Mapping[str, Any]:
-        return msg
 
     def spec_constants(self, config: SnapshotConfig) -> Mapping[str, Any]:
         return {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from protocols.zoo import BugVariant
-from protocols.zoo import check_bug as _check_bug
 
 COMMIT_BEFORE_DURABLE = "commit-before-durable"
 ABORT_AFTER_PREPARE = "abort-after-prepare"
@@ -48,7 +47,3 @@ BUGS: dict[str, BugVariant] = {
         ),
     )
 }
-
-
-def check_bug(name: str | None) -> str | None:
-    return _check_bug(BUGS, "two-phase commit", name)

@@ -7,9 +7,9 @@ core never draws a random number: every choice it makes is written here.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
 
+from protocols.defaults import OptionsBase
 from protocols.errors import ConfigError
 
 VOTE_YES = "yes"
@@ -17,7 +17,7 @@ VOTE_NO = "no"
 
 
 @dataclass(frozen=True, slots=True)
-class TwoPCOptions:
+class TwoPCOptions(OptionsBase):
     rm_count: int = 3  # resource managers
     tx_count: int = 5  # transactions per run
     tx_spacing_ticks: int = 40  # mean gap between two transactions' begin ticks
@@ -55,9 +55,6 @@ class TwoPCOptions:
                 or not (0.0 <= value <= 1.0)
             ):
                 raise ConfigError(f"{name}={value!r}: must be a probability in [0, 1]")
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True, slots=True)

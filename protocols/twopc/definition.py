@@ -7,7 +7,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from protocols.base import Core
-from protocols.definition import build_options
+from protocols.defaults import ProtocolBase
 from protocols.derived import Derived, DerivedEach, per_node
 from protocols.twopc import bugs
 from protocols.twopc.config import TwoPCConfig, TwoPCOptions, TxPlan, draw_workload, rm_ids
@@ -15,14 +15,13 @@ from protocols.twopc.messages import Message, from_wire, to_wire
 from protocols.twopc.oracles import TwoPCOracle
 from protocols.twopc.rm import ResourceManager
 from protocols.twopc.tm import TM_ID, TransactionManager
-from protocols.zoo import BugVariant
 
 _TM_STATES = '{"init", "preparing", "committed", "aborted"}'
 _RM_STATES = '{"working", "prepared", "committed", "aborted"}'
 _MSG = '[type: {"Prepare", "Commit", "Abort", "Prepared", "Aborted"}, tx: Tx, rm: RM]'
 
 
-class TwoPhaseCommit:
+class TwoPhaseCommit(ProtocolBase):
     name = "twopc"
     summary = "two-phase commit: one TM, N RMs, presumed abort, crash recovery from logs"
     spec_module = "TwoPhaseCommitMsg"
@@ -53,17 +52,8 @@ class TwoPhaseCommit:
         "protocols/twopc/messages.py",
         "protocols/twopc/definition.py",
     )
-    # Every action a trace line may carry (see ProtocolDefinition): the
-    # template's TraceActionNames, held to the code by `tlasim drift`.
-    trace_actions: frozenset[str] = frozenset({
-        "Init",
-        "TMBegin", "TMSendPrepare", "TMRcvPrepared", "TMRcvAborted",
-        "TMCommit", "TMAbort", "TMSendCommit", "TMSendAbort",
-        "TMCrash", "TMRecover",
-        "RMRcvPrepare", "RMSendPrepared", "RMSendAborted", "RMChooseToAbort",
-        "RMRcvCommit", "RMRcvAbort", "RMCrash", "RMRecover",
-        "NetLose", "NetDuplicate",
-    })
+    OPTIONS = TwoPCOptions
+    BUGS = bugs.BUGS
 
     def __init__(self) -> None:
         # The variables gathered from every RM, and the TM's log as a set,
@@ -78,16 +68,6 @@ class TwoPhaseCommit:
         self._rm_log_set: DerivedEach[frozenset[Any]] = DerivedEach(frozenset)
         self._rm_up = Derived(per_node)
 
-    @property
-    def bugs(self) -> Mapping[str, BugVariant]:
-        return bugs.BUGS
-
-    def default_options(self) -> TwoPCOptions:
-        return TwoPCOptions()
-
-    def make_options(self, overrides: Mapping[str, Any]) -> TwoPCOptions:
-        return build_options(TwoPCOptions, "twopc", overrides)
-
     def configure(
         self, options: TwoPCOptions, bug: str | None, workload_rng: random.Random
     ) -> TwoPCConfig:
@@ -95,14 +75,11 @@ class TwoPhaseCommit:
             rms=rm_ids(options.rm_count),
             txs=draw_workload(options, workload_rng),
             options=options,
-            bug=bugs.check_bug(bug),
+            bug=self.check_bug(bug),
         )
 
     def node_ids(self, config: TwoPCConfig) -> tuple[str, ...]:
         return (TM_ID, *config.rms)
-
-    def crash_nodes(self, config: TwoPCConfig) -> tuple[str, ...]:
-        return self.node_ids(config)
 
     def make_core(self, config: TwoPCConfig, node_id: str) -> Core:
         if node_id == TM_ID:
@@ -114,6 +91,8 @@ class TwoPhaseCommit:
             return "TMCrash", {}
         return "RMCrash", {"rm": node_id}
 
+    # Two-phase commit's messages are dataclasses, not a wire Schema, and a
+    # message's spec record is its wire form.
     def encode_message(self, msg: Message) -> dict[str, Any]:
         return to_wire(msg)
 

@@ -72,8 +72,9 @@ def drift(protocols: tuple[str, ...], update: bool, spec_dirs: tuple[Path, ...])
         )
     if any(r.schema for r in results):
         out.print(
-            "schema drift is fixed in the spec, the trace template, or the protocol "
-            "definition's variable_types and trace_actions",
+            "schema drift is fixed in the spec, the trace template (whose "
+            "TraceActionNames a definition reads as its trace_actions), the code, or "
+            "the protocol definition's variable_types",
             markup=False,
         )
     if any(r.drifted for r in results):

@@ -19,7 +19,7 @@ import click
 from rich.console import Console
 
 from faults.plan import NO_FAULTS_PLAN, FaultPlan
-from protocols import PROTOCOLS, get_protocol
+from protocols import PROTOCOLS, get_protocol, zoo
 from protocols.errors import (
     ConfigError,
     InternalError,
@@ -197,9 +197,7 @@ protocol_argument = click.argument("protocol", type=click.Choice(sorted(PROTOCOL
 
 
 def check_bug(protocol: str, bug: str | None) -> None:
-    definition = get_protocol(protocol)
-    if bug is not None and bug not in definition.bugs:
-        raise ConfigError(f"unknown {protocol} bug {bug!r}; known: {', '.join(definition.bugs)}")
+    zoo.check_bug(get_protocol(protocol).bugs, protocol, bug)
 
 
 def exit_for(outcome: str) -> None:

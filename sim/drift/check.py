@@ -9,8 +9,12 @@ VARIABLES, and the action names of its trace template's `TraceActionNames`
 side is the protocol definition: `variable_types`, the fields the emitter
 writes into every line's `vars` (the emitter refuses a line with any
 other), and `trace_actions`, the action names the protocol declares it can
-emit. The declaration is held to the code by a static scan of the
-protocol's package: every `Trace(...)` effect and every `StepList.step`
+emit. A definition built on `protocols.defaults.ProtocolBase` does not
+write that set: it reads the template's `TraceActionNames` with a small
+reader of its own (`protocols/` may not import `tracing`), so comparing it
+with SANY's reading checks that reader, and the scan below holds the code
+to the template. The declaration is held to the code by a static scan of
+the protocol's package: every `Trace(...)` effect and every `StepList.step`
 call, and every helper its module calls that forwards its `action`
 argument to one (found to a fixpoint), must name its action with a string
 literal (or a conditional between literals), and so must `crash_step`'s

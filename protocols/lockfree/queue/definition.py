@@ -39,22 +39,10 @@ class LockFreeQueue(LockFreeDefinition):
         "protocols/lockfree/definition.py",
         "protocols/lockfree/queue/definition.py",
     )
-    # Every action a trace line may carry (see ProtocolDefinition): the
-    # template's TraceActionNames, held to the code by `tlasim drift`.
-    trace_actions: frozenset[str] = frozenset({
-        "Init", "run",
-        "a_clear", "a_exchange", "a_link",
-        "r_lock", "r_head", "r_empty", "r_next", "r_advance", "r_last", "r_store_tail",
-        "r_clear_head", "r_free", "r_release",
-        "e_load",
-    })  # fmt: skip
     LOCALS = ("node", "previous", "h", "n")
     THREAD = QueueThread
     OPTIONS = LockFreeOptions
     BUGS = bugs.QUEUE_BUGS
-
-    def check_bug(self, bug: str | None) -> str | None:
-        return bugs.check_queue_bug(bug)
 
     def initial_words(self) -> dict[str, Any]:
         return {"head": None, "tail": None, "consumer": None}

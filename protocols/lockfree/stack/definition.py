@@ -46,18 +46,10 @@ class TreiberStack(LockFreeDefinition):
         "protocols/lockfree/definition.py",
         "protocols/lockfree/stack/definition.py",
     )
-    trace_actions: frozenset[str] = frozenset({
-        "Init", "run",
-        "s_load", "s_link", "s_cas",
-        "p_load", "p_next", "p_cas", "p_free",
-    })  # fmt: skip
     LOCALS = ("node", "t", "n")
     THREAD = StackThread
     OPTIONS = StackOptions
     BUGS = bugs.STACK_BUGS
-
-    def check_bug(self, bug: str | None) -> str | None:
-        return bugs.check_stack_bug(bug)
 
     def initial_words(self) -> dict[str, Any]:
         return {"top": NULL_TAGGED}
