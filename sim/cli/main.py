@@ -128,23 +128,10 @@ def run(
         f"duplicated={stats.messages_duplicated}",
         markup=False,
     )
-    if result.failure:
-        where = f" (trace step {result.failing_step})" if result.failing_step is not None else ""
-        out.print(f"failure: {result.failure}{where}", markup=False)
-    if trace_path is not None and scratch is None:
-        out.print(f"trace={printable(trace_path)}", markup=False)
-    code = {
-        OUTCOME_OK: exitcodes.OK,
-        OUTCOME_SAFETY: exitcodes.SAFETY,
-        OUTCOME_LIVENESS: exitcodes.LIVENESS,
-    }[result.outcome]
-    if validate and trace_path is not None:
-        from tracing.validation.validator import validate_trace
-
-        verdict = validate_trace(trace_path)
-        out.print(verdict.report(), markup=False)
-        if not verdict.accepted and code == exitcodes.OK:
-            code = exitcodes.TRACE_REJECTED
+    code = _report_end(
+        result.outcome, result.failure, result.failing_step,
+        trace_path if scratch is None else None, trace_path if validate else None,
+    )
     if scratch is not None:
         scratch.cleanup()
     extra: list[str] = []
@@ -156,6 +143,35 @@ def run(
     out.print(f"reproduce: {printable(command)}", markup=False)
     if code != exitcodes.OK:
         sys.exit(code)
+
+
+def _report_end(
+    outcome: str,
+    failure: str | None,
+    failing_step: int | None,
+    shown_trace: Path | None,
+    validated_trace: Path | None,
+) -> int:
+    """Print how a run or a replay ended (and TLC's verdict); return its exit code."""
+    if failure:
+        where = f" (trace step {failing_step})" if failing_step is not None else ""
+        out.print(f"failure: {failure}{where}", markup=False)
+    if shown_trace is not None:
+        out.print(f"trace={printable(shown_trace)}", markup=False)
+    code = {
+        OUTCOME_OK: exitcodes.OK,
+        OUTCOME_SAFETY: exitcodes.SAFETY,
+        OUTCOME_ERROR: exitcodes.SAFETY,  # a core raised: the protocol failed, not tlasim
+        OUTCOME_LIVENESS: exitcodes.LIVENESS,
+    }[outcome]
+    if validated_trace is not None:
+        from tracing.validation.validator import validate_trace
+
+        verdict = validate_trace(validated_trace)
+        out.print(verdict.report(), markup=False)
+        if not verdict.accepted and code == exitcodes.OK:
+            code = exitcodes.TRACE_REJECTED
+    return code
 
 
 def _run_schedule(
@@ -188,25 +204,10 @@ def _run_schedule(
             f"result={result.outcome} moves={result.moves_made} steps={result.steps}",
             markup=False,
         )
-        if result.failure:
-            step = result.failing_step
-            where = f" (trace step {step})" if step is not None else ""
-            out.print(f"failure: {result.failure}{where}", markup=False)
-        if trace_path is not None and scratch is None:
-            out.print(f"trace={printable(trace_path)}", markup=False)
-        code = {
-            OUTCOME_OK: exitcodes.OK,
-            OUTCOME_SAFETY: exitcodes.SAFETY,
-            OUTCOME_ERROR: exitcodes.SAFETY,
-            OUTCOME_LIVENESS: exitcodes.LIVENESS,
-        }[result.outcome]
-        if validate and trace_path is not None:
-            from tracing.validation.validator import validate_trace
-
-            verdict = validate_trace(trace_path)
-            out.print(verdict.report(), markup=False)
-            if not verdict.accepted and code == exitcodes.OK:
-                code = exitcodes.TRACE_REJECTED
+        code = _report_end(
+            result.outcome, result.failure, result.failing_step,
+            trace_path if scratch is None else None, trace_path if validate else None,
+        )
     finally:
         if scratch is not None:
             scratch.cleanup()
