@@ -460,3 +460,61 @@ def test_reduction_is_off_when_cores_share_memory() -> None:
     assert ExploredSystem(definition, config, FaultBounds()).cores_share_state()
     twopc, twopc_cfg = twopc_config()
     assert not ExploredSystem(twopc, twopc_cfg, FaultBounds()).cores_share_state()
+
+
+def _reference(value: Any) -> Any:
+    """A slow, obviously injective and canonical encoding: every value in
+    full (no back-references), mappings and sets sorted by repr."""
+    import enum
+    from collections.abc import Mapping as AnyMapping
+    from collections.abc import Set as AnySet
+
+    kind = type(value)
+    if kind in (str, int, float, bytes, bool, type(None)):
+        return (kind.__name__, value)
+    if kind in (tuple, list):
+        return (kind.__name__, tuple(_reference(v) for v in value))
+    if isinstance(value, enum.Enum):
+        return ("enum", kind.__qualname__, value.name)
+    if isinstance(value, AnyMapping):
+        items = sorted(((_reference(k), _reference(v)) for k, v in value.items()), key=repr)
+        return ("map", kind.__qualname__, tuple(items))
+    if isinstance(value, AnySet):
+        return ("set", tuple(sorted((_reference(v) for v in value), key=repr)))
+    fields = dict(getattr(value, "__dict__", {}))
+    for klass in kind.__mro__:
+        for name in klass.__dict__.get("__slots__", ()):
+            if hasattr(value, name):
+                fields[name] = getattr(value, name)
+    return ("obj", kind.__qualname__, tuple((n, _reference(fields[n])) for n in sorted(fields)))
+
+
+@pytest.mark.parametrize("protocol", ["twopc", "shardsplit", "snapshot", "lockfree-queue"])
+def test_the_digest_names_states_as_a_full_value_encoding_does(
+    protocol: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over the states a search meets, two states share a digest exactly when
+    their full encodings are equal: nothing merged, nothing split."""
+    by_digest: dict[bytes, str] = {}
+    by_value: dict[str, bytes] = {}
+    digest = ExploredSystem.digest
+
+    def checked(system: ExploredSystem) -> bytes:
+        named = digest(system)
+        hosts = [(n, h.up, h.core, h.disk._records, h.disk._synced, sorted(h.timers))
+                 for n, h in system.hosts.items()]
+        value = repr(_reference((system.config, hosts, sorted(system.in_flight.items()),
+                                 sorted(system.unstarted),
+                                 (system.crashes, system.losses, system.duplicates))))
+        assert by_digest.setdefault(named, value) == value, "two different states merged"
+        assert by_value.setdefault(value, named) == named, "one state got two names"
+        return named
+
+    monkeypatch.setattr(ExploredSystem, "digest", checked)
+    definition = get_protocol(protocol)
+    small = {"twopc": {"rm_count": 2, "tx_count": 1},
+             "lockfree-queue": {"thread_count": 2, "ops_per_thread": 2}}.get(protocol, {})
+    config = definition.configure(definition.make_options(small), None, split(0).workload)
+    faults = FaultBounds(1, 1, 1) if protocol != "lockfree-queue" else FaultBounds()
+    result = explore(definition, config, SearchBounds(faults, max_states=300))
+    assert result.states == len(by_digest) == len(by_value)
