@@ -344,8 +344,7 @@ class ExploredSystem(StepMachine):
                 node_id,
                 host.up,
                 host.core,
-                host.disk._records,
-                host.disk._synced,
+                host.disk.contents(),
                 sorted(host.timers),
             )
             for node_id, host in self.hosts.items()

@@ -32,6 +32,11 @@ class Disk:
     def synced(self) -> tuple[Record, ...]:
         return self._synced_records
 
+    def contents(self) -> tuple[tuple[Record, ...], int]:
+        """Every record, synced or not, and how many lead as synced: the disk's
+        whole state, as the explorer names it."""
+        return tuple(self._records), self._synced
+
     def crash(self) -> int:
         """Lose every unsynced record; return how many were lost."""
         lost = len(self._records) - self._synced

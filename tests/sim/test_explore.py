@@ -501,7 +501,7 @@ def test_the_digest_names_states_as_a_full_value_encoding_does(
 
     def checked(system: ExploredSystem) -> bytes:
         named = digest(system)
-        hosts = [(n, h.up, h.core, h.disk._records, h.disk._synced, sorted(h.timers))
+        hosts = [(n, h.up, h.core, h.disk.contents(), sorted(h.timers))
                  for n, h in system.hosts.items()]
         value = repr(_reference((system.config, hosts, sorted(system.in_flight.items()),
                                  sorted(system.unstarted),
