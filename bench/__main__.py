@@ -86,6 +86,17 @@ def explore_table(console: Console) -> None:
             f"{row.explorer_rate / row.tlc_rate:.3f}x",
         )
     console.print(table)
+    table = Table(title="Explorer: what each reduction saves on the same bound (side by side)")
+    for column in ("bound", "reduction", "states", "with", "moves", "with", "s", "with",
+                   "time ratio"):
+        table.add_column(column)
+    for r in explore.reductions():
+        table.add_row(
+            r.label, r.reduction, f"{r.plain_states:,}", f"{r.reduced_states:,}",
+            f"{r.plain_moves:,}", f"{r.reduced_moves:,}", f"{r.plain_seconds:.1f}",
+            f"{r.reduced_seconds:.1f}", f"{r.reduced_seconds / r.plain_seconds:.2f}x",
+        )
+    console.print(table)
     seen = explore.projection()
     console.print(
         f"differential, {seen.label}: {seen.implementation_states:,} implementation states "

@@ -94,3 +94,44 @@ def projection() -> Projection:
         found.exploration.states, len(found.states), len(found.witnesses),
         "twopc-safety", tlc.distinct_states or 0,
     )
+
+
+@dataclass(frozen=True)
+class Reduction:
+    label: str
+    reduction: str  # "--reduce" or "--symmetry"
+    plain_states: int
+    plain_moves: int
+    plain_seconds: float
+    reduced_states: int
+    reduced_moves: int
+    reduced_seconds: float
+
+
+# (label, options, fault bounds, depth): twopc with every RM voting yes, so
+# that the workload leaves the RMs interchangeable.
+REDUCTION_CASES: tuple[tuple[str, dict[str, Any], FaultBounds, int], ...] = (
+    ("twopc, 2 RMs, 1 tx, depth 12", {"rm_count": 2}, FaultBounds(), 12),
+    ("twopc, 3 RMs, 1 tx, depth 12", {"rm_count": 3}, FaultBounds(), 12),
+    ("twopc, 3 RMs, 1 tx, 1 crash, depth 9", {"rm_count": 3}, FaultBounds(crashes=1), 9),
+)
+
+
+def reductions() -> list[Reduction]:
+    """What each reduction saves: the same bound searched without it and with
+    it, back to back in this process."""
+    definition = get_protocol("twopc")
+    rows = []
+    for label, options, faults, depth in REDUCTION_CASES:
+        all_yes = {"tx_count": 1, "no_vote_probability": 0, "self_abort_probability": 0,
+                   **options}
+        config = definition.configure(definition.make_options(all_yes), None, split(0).workload)
+        plain = explore(definition, config, SearchBounds(faults, max_depth=depth))
+        for flag, bounds in (
+            ("--reduce", SearchBounds(faults, max_depth=depth, reduce=True)),
+            ("--symmetry", SearchBounds(faults, max_depth=depth, symmetry=True)),
+        ):
+            reduced = explore(definition, config, bounds)
+            rows.append(Reduction(label, flag, plain.states, plain.transitions, plain.seconds,
+                                  reduced.states, reduced.transitions, reduced.seconds))
+    return rows

@@ -153,6 +153,10 @@ class ProtocolBase(ABC):
             return ()
         return self.node_ids(config)
 
+    def symmetric_nodes(self, config: Any) -> Sequence[Sequence[str]]:
+        # No promise unless the protocol makes it.
+        return ()
+
     def crash_step(self, node_id: str) -> tuple[str, Mapping[str, Any]]:
         raise InternalError(
             f"{self.name} defines no crash_step, so none of its nodes may crash, "

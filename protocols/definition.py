@@ -134,6 +134,17 @@ class ProtocolDefinition(Protocol):
 
     def make_core(self, config: Any, node_id: str) -> Core: ...
 
+    def symmetric_nodes(self, config: Any) -> Sequence[Sequence[str]]:
+        """Groups of interchangeable nodes, for the explorer's symmetry reduction.
+
+        Declaring a group promises what TLC's SYMMETRY asks of a spec: the
+        protocol depends neither on these nodes' names nor on the order in
+        which the configuration lists them, and a node id appears in its
+        state only as a whole string. The explorer still keeps only the
+        permutations that map this configuration's workload to itself
+        (sim/explore/symmetry.py)."""
+        ...
+
     def crash_step(self, node_id: str) -> tuple[str, Mapping[str, Any]]:
         """The spec action (and params) of a crash of `node_id`."""
         ...

@@ -81,6 +81,11 @@ class TwoPhaseCommit(ProtocolBase):
     def node_ids(self, config: TwoPCConfig) -> tuple[str, ...]:
         return (TM_ID, *config.rms)
 
+    def symmetric_nodes(self, config: TwoPCConfig) -> tuple[tuple[str, ...], ...]:
+        # The RMs, as the spec's RM constant is a symmetry set: no core reads
+        # an RM's name for more than addressing, and the TM treats them alike.
+        return (config.rms,)
+
     def make_core(self, config: TwoPCConfig, node_id: str) -> Core:
         if node_id == TM_ID:
             return TransactionManager(config)

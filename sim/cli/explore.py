@@ -68,6 +68,9 @@ T = TypeVar("T")
 @click.option("--reduce", is_flag=True,
               help="Partial-order reduction (sleep sets): skip moves that commute with one "
                    "already tried. Same states, fewer moves; liveness is then not checked.")
+@click.option("--symmetry", is_flag=True,
+              help="Symmetry reduction: one state for each set of states that differ only in "
+                   "which of the protocol's interchangeable nodes is which.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=DEFAULT_OUT, show_default=True,
               help="Where a counterexample's schedule and trace go.")
@@ -90,6 +93,7 @@ def explore_command(
     time_limit: float | None,
     order: str,
     reduce: bool,
+    symmetry: bool,
     out_dir: Path,
     validate: bool,
     differential: bool,
@@ -102,11 +106,11 @@ def explore_command(
     options = definition.make_options(parse_assignments(protocol_overrides, "--set"))
     config = definition.configure(options, bug, split(seed).workload)
     faults = FaultBounds(crashes=crashes, losses=losses, duplicates=dups)
-    bounds = SearchBounds(faults, max_depth, max_states, time_limit, order, reduce)
+    bounds = SearchBounds(faults, max_depth, max_states, time_limit, order, reduce, symmetry)
     out.print(
         f"explore protocol={protocol} bug={bug} seed={seed} order={order} crashes={crashes} "
         f"losses={losses} dups={dups} depth={max_depth} max_states={max_states} "
-        f"time={time_limit} reduce={reduce}",
+        f"time={time_limit} reduce={reduce} symmetry={symmetry}",
         markup=False,
     )
     for key, value in options.as_dict().items():
@@ -129,6 +133,8 @@ def explore_command(
     if reduce and not result.reduced:
         out.print("reduction off: two cores share state, so moves of different nodes "
                   "need not commute", markup=False)
+    if result.symmetry is not None:
+        out.print(f"symmetry: {result.symmetry.describe()}", markup=False)
     found = result.counterexample
     schedule = Schedule(
         protocol=protocol,

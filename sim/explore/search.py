@@ -31,7 +31,9 @@ from typing import Any
 
 from protocols.definition import ProtocolDefinition, StepInfo
 from protocols.errors import ConfigError, InvariantViolation
+from sim.explore.canonical import EmbeddedName
 from sim.explore.moves import DUPLICATE, LOSE, Move
+from sim.explore.symmetry import Symmetry, symmetry_of
 from sim.explore.system import ExploredSystem, FaultBounds
 
 BFS = "bfs"
@@ -52,6 +54,9 @@ class SearchBounds:
     # Partial-order reduction (sleep sets): skip a move that commutes with
     # one already tried from an earlier state. See `independent`.
     reduce: bool = False
+    # Symmetry reduction: one state per orbit under the permutations of the
+    # protocol's interchangeable nodes (sim/explore/symmetry.py).
+    symmetry: bool = False
 
     def __post_init__(self) -> None:
         if self.order not in (BFS, DFS):
@@ -60,6 +65,14 @@ class SearchBounds:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"{name}={value}: must be at least 1")
+        if self.reduce and self.symmetry:
+            # A sleep set names nodes. Meeting a state again as another member
+            # of its orbit, the search would compare sleep sets written in
+            # two namings, and could skip a move it never tried.
+            raise ConfigError(
+                "partial-order and symmetry reduction cannot be combined yet: "
+                "choose --reduce or --symmetry"
+            )
 
 
 @dataclass(slots=True)
@@ -80,6 +93,7 @@ class Exploration:
     cut_by: str | None = None  # which limit ("states", "time") ended the search early
     liveness_checked: bool = False
     reduced: bool = False  # partial-order reduction was on (and applicable)
+    symmetry: Symmetry | None = None  # the symmetry used, when asked for
     counterexample: Counterexample | None = None
 
     @property
@@ -123,6 +137,15 @@ def explore(
     # Moves of different nodes commute only when no two cores share state.
     reduce = bounds.reduce and not root.cores_share_state()
     result.reduced = reduce
+    symmetry = result.symmetry = symmetry_of(protocol, config) if bounds.symmetry else None
+    if symmetry is not None and symmetry.size == 1:
+        symmetry = None  # the workload tells every node apart: nothing to merge
+
+    def name(system: ExploredSystem) -> bytes:
+        try:
+            return system.digest(symmetry)
+        except EmbeddedName as embedded:
+            raise ConfigError(f"{protocol.name}: no symmetry reduction: {embedded}") from None
     nodes: list[_Node] = []
     seen: dict[bytes, int] = {}
 
@@ -153,7 +176,7 @@ def explore(
     except InvariantViolation as violation:
         return finish(Counterexample(FOUND_SAFETY, str(violation), ()))
     nodes.append(_Node(-1, None, 0, root.unfinished() is None))
-    seen[root.digest()] = 0
+    seen[name(root)] = 0
     result.states = 1
     frontier: deque[tuple[int, bytes]] = deque([(0, root.freeze())])
     take = frontier.popleft if bounds.order == BFS else frontier.pop
@@ -213,7 +236,7 @@ def explore(
                     if attempt.fault_free and system.may_crash(attempt.node):
                         # The same move again, crashing after each of its steps.
                         tries.extend(attempt.crashing(k) for k in range(1, steps + 1))
-                digest = twin.digest()
+                digest = name(twin)
                 known = seen.get(digest)
                 if known is None:
                     known = seen[digest] = len(nodes)

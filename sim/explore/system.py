@@ -27,7 +27,7 @@ from __future__ import annotations
 import enum
 import pickle
 import weakref
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,7 @@ from protocols.definition import ProtocolDefinition, StepInfo
 from protocols.errors import ConfigError
 from sim.explore.canonical import state_digest
 from sim.explore.moves import DELIVER, DUPLICATE, FIRE, LOSE, RESTART, START, Move
+from sim.explore.symmetry import Symmetry
 from sim.kernel.host import NodeHost
 from sim.kernel.simulation import message_records
 from sim.kernel.stepping import NET_NODE, StepMachine
@@ -58,6 +59,30 @@ class FaultBounds:
 _PAYLOADS: weakref.WeakKeyDictionary[ProtocolDefinition, dict[bytes, bytes]] = (
     weakref.WeakKeyDictionary()
 )
+
+# protocol -> a payload -> the message it decodes to (see digest).
+_MESSAGES: weakref.WeakKeyDictionary[ProtocolDefinition, dict[bytes, Any]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+class _Bag(Set[Any]):
+    """Items in no order, hashable or not: the canonical walk sorts their encodings."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self._items = list(items)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._items
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
 
 # (src, dst, payload): a message in flight. Equal messages between the same
 # nodes are one entry with a count, as in the spec's bag.
@@ -337,25 +362,56 @@ class ExploredSystem(StepMachine):
         system._changed = list(system.hosts.values())
         return system
 
-    def digest(self) -> bytes:
-        """The state's name: equal for equal systems (see sim/explore/canonical.py)."""
-        hosts = [
-            (
-                node_id,
-                host.up,
-                host.core,
-                host.disk.contents(),
-                sorted(host.timers),
-            )
+    def digest(self, symmetry: Symmetry | None = None) -> bytes:
+        """The state's name: equal for equal systems (see sim/explore/canonical.py).
+
+        With `symmetry`, equal for systems equal up to a permutation of
+        interchangeable nodes (sim/explore/symmetry.py)."""
+        if symmetry is None:
+            hosts: Any = [
+                (node_id, host.up, host.core, host.disk.contents(), sorted(host.timers))
+                for node_id, host in self.hosts.items()
+            ]
+            return state_digest((
+                self.config,
+                hosts,
+                sorted(self.in_flight.items()),
+                self.unstarted,
+                (self.crashes, self.losses, self.duplicates),
+            ))
+        return symmetry.digest(self.renameable_state())
+
+    def renameable_state(self) -> tuple[Any, ...]:
+        """The whole state, in a shape whose encoding a renaming of node ids
+        changes only by the renaming (sim/explore/symmetry.py).
+
+        Every part that holds node ids reads the same whichever node comes
+        first: nodes and timers as maps and sets, and messages decoded, so
+        that the ids inside them are renamed too."""
+        hosts = {
+            node_id: (host.up, host.core, host.disk.contents(), frozenset(host.timers))
             for node_id, host in self.hosts.items()
-        ]
-        return state_digest((
+        }
+        messages = _Bag(
+            (src, dst, self._message_of(payload), count)
+            for (src, dst, payload), count in self.in_flight.items()
+        )
+        return (
             self.config,
             hosts,
-            sorted(self.in_flight.items()),
-            self.unstarted,
+            messages,
+            frozenset(self.unstarted),
             (self.crashes, self.losses, self.duplicates),
-        ))
+        )
+
+    def _message_of(self, payload: bytes) -> Any:
+        messages = _MESSAGES.setdefault(self.protocol, {})
+        msg = messages.get(payload)
+        if msg is None:
+            msg = messages[payload] = self.protocol.decode_message(
+                msgpack.unpackb(payload, raw=False)
+            )
+        return msg
 
     def cores_share_state(self) -> bool:
         """Whether two cores hold one mutable object (a shared memory, say).

@@ -499,7 +499,8 @@ def test_the_digest_names_states_as_a_full_value_encoding_does(
     by_value: dict[str, bytes] = {}
     digest = ExploredSystem.digest
 
-    def checked(system: ExploredSystem) -> bytes:
+    def checked(system: ExploredSystem, symmetry: Any = None) -> bytes:
+        assert symmetry is None
         named = digest(system)
         hosts = [(n, h.up, h.core, h.disk.contents(), sorted(h.timers))
                  for n, h in system.hosts.items()]

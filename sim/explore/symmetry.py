@@ -1,0 +1,133 @@
+"""Symmetry reduction: states that differ only in which interchangeable node is which.
+
+Theory of operation: a protocol may declare groups of interchangeable nodes
+(`symmetric_nodes`), as a TLA+ spec declares a constant a symmetry set. Its
+promise is the one TLC's SYMMETRY asks of a spec: the protocol does not
+depend on the nodes' names, nor on the order in which its configuration
+lists them, so renaming the nodes in a run gives a run. A configuration
+may still tell the nodes apart by its workload (an RM that votes No, a
+client with its own operations); renaming those nodes would not give a run
+of this configuration. So the explorer keeps only the permutations of the
+groups that map the configuration to itself, reading a list of one group's
+nodes as a set (the stabiliser), and checks that on the configuration's
+canonical encoding (sim/explore/canonical.py).
+
+A state's name is then the least digest over the images of the state under
+those permutations (the identity included): every core, disk, timer and
+message in flight is walked with each node id replaced by its image, the
+configuration left as it is, since every kept permutation maps it to
+itself. States in one orbit get one name and are expanded once. Every
+stored state is still a real state reached by its schedule, so a
+counterexample replays as it is. The properties checked must be symmetric
+too; an oracle that read the nodes' names would break the promise.
+
+A node id may only ever appear as a whole string: a string that holds one
+inside it ("rm1-log") would not be renamed, so meeting one is an error that
+names it, never a silent merge of states that differ.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from protocols.definition import ProtocolDefinition
+from protocols.errors import ConfigError
+from sim.explore.canonical import EmbeddedName, Renaming, canonical, state_digest
+
+# Beyond this many permutations, naming a state would cost more than the
+# states it saves: a group of 7 nodes alone has 5,040.
+MAX_PERMUTATIONS = 720
+
+
+@dataclass(frozen=True, slots=True)
+class Symmetry:
+    """The permutations of a configuration's interchangeable nodes that leave it as it is."""
+
+    groups: tuple[tuple[str, ...], ...]  # as the protocol declared them
+    renamings: tuple[Renaming, ...]  # the kept permutations, the identity first
+
+    @property
+    def size(self) -> int:
+        """How many permutations are kept, the identity included."""
+        return len(self.renamings)
+
+    def digest(self, state: Any) -> bytes:
+        """The least digest of `state`'s images: one name for its whole orbit."""
+        return min(state_digest(state, renaming) for renaming in self.renamings)
+
+    def describe(self) -> str:
+        groups = "; ".join(", ".join(group) for group in self.groups)
+        if self.size == 1:
+            return f"none applies: the configuration tells {groups} apart"
+        return f"{self.size} permutations of {groups}"
+
+
+def symmetry_of(protocol: ProtocolDefinition, config: Any) -> Symmetry:
+    """The symmetry `protocol` declares for `config`, cut to what `config` admits.
+
+    Raises ConfigError when the declaration does not fit the configuration
+    or the configuration holds a node id inside a longer string."""
+    groups = _declared_groups(protocol, config)
+    names = sorted(node for group in groups for node in group)
+    try:
+        identity = Renaming({n: n for n in names}, unchanged=(config,))
+        as_declared = canonical(config, _unordered({n: n for n in names}))
+        kept = [identity]
+        for images in _permutations(groups):
+            if images == {n: n for n in names}:
+                continue
+            if canonical(config, _unordered(images)) == as_declared:
+                kept.append(Renaming(images, unchanged=(config,)))
+    except EmbeddedName as embedded:
+        raise ConfigError(f"{protocol.name}: in its configuration, {embedded}") from None
+    return Symmetry(groups, tuple(kept))
+
+
+def _unordered(images: dict[str, str]) -> Renaming:
+    return Renaming(images, unordered=True)
+
+
+def _declared_groups(protocol: ProtocolDefinition, config: Any) -> tuple[tuple[str, ...], ...]:
+    declared: Sequence[Sequence[str]] = protocol.symmetric_nodes(config)
+    groups = tuple(tuple(group) for group in declared)
+    nodes = set(protocol.node_ids(config))
+    seen: set[str] = set()
+    count = 1
+    for group in groups:
+        for node in group:
+            if node not in nodes:
+                raise ConfigError(
+                    f"{protocol.name}: symmetric_nodes names {node!r}, which is not a node"
+                )
+            if node in seen:
+                raise ConfigError(f"{protocol.name}: symmetric_nodes names {node!r} twice")
+            seen.add(node)
+        count *= math.factorial(len(group))
+    if not groups:
+        raise ConfigError(
+            f"{protocol.name} declares no interchangeable nodes (symmetric_nodes), "
+            "so --symmetry has nothing to merge"
+        )
+    if count > MAX_PERMUTATIONS:
+        raise ConfigError(
+            f"{protocol.name}: {count} permutations of its interchangeable nodes, more than "
+            f"{MAX_PERMUTATIONS}: naming each state would cost more than symmetry saves"
+        )
+    return groups
+
+
+def _permutations(groups: tuple[tuple[str, ...], ...]) -> Iterator[dict[str, str]]:
+    """Every renaming that permutes each group within itself."""
+    per_group = [
+        [dict(zip(group, image, strict=True)) for image in itertools.permutations(group)]
+        for group in groups
+    ]
+    for choice in itertools.product(*per_group):
+        images: dict[str, str] = {}
+        for part in choice:
+            images.update(part)
+        yield images
