@@ -30,6 +30,7 @@ from sim.cli.support import (
     guarded,
     out,
     parse_assignments,
+    plan_is_trace,
     print_options,
     protocol_argument,
     refuse_overwrite,
@@ -101,7 +102,11 @@ def run(
         return
     if seed is None:
         raise ConfigError("--seed is required (or --schedule)")
-    refuse_overwrite({"--trace": trace_path}, {"--plan": plan_path})
+    if not plan_is_trace(plan_path):
+        # A trace given as its own plan is the regenerate command a report
+        # prints: its plan is read whole first, and the new trace replaces
+        # it only once written. A plan file would be lost.
+        refuse_overwrite({"--trace": trace_path}, {"--plan": plan_path})
     options = SimOptions(
         faults=fault_plan(fault_mode, plan_path),
         trace_format=trace_format,

@@ -150,6 +150,18 @@ def fault_plan(mode: str, plan_path: Path | None) -> FaultPlan | None:
     return None if mode == "swarm" else NO_FAULTS_PLAN
 
 
+def plan_is_trace(plan_path: Path | None) -> bool:
+    """Whether a --plan file is a trace; False when there is none or it cannot be read
+    (reading it for the plan then says why)."""
+    if plan_path is None:
+        return False
+    try:
+        data = read_regular_file(plan_path, "--plan", PLAN_MAX_BYTES)
+    except ConfigError:
+        return False
+    return _is_trace(data)
+
+
 def _is_trace(data: bytes) -> bool:
     """Whether a --plan file is a trace (whose header holds the plan) rather than a plan."""
     first = data.lstrip()[:1]

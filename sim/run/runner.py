@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,9 +114,14 @@ def run_seed(
     fmt = sim_options.trace_format
     stream: BinaryIO | None = None
     buffer: io.BytesIO | None = None
+    partial: Path | None = None
     if trace_path is not None:
         trace_path.parent.mkdir(parents=True, exist_ok=True)
-        stream = trace_path.open("wb")
+        # The trace is written beside its place and moved there whole, so a
+        # run that fails leaves whatever was there (the trace it regenerates,
+        # say) as it was, and no reader ever sees half a trace.
+        partial = trace_path.with_name(f".{trace_path.name}.{os.getpid()}.partial")
+        stream = partial.open("wb")
     elif keep_trace:
         buffer = io.BytesIO()
         stream = buffer
@@ -134,11 +140,18 @@ def run_seed(
         if on_start is not None:
             on_start(sim.options_record())
         result = sim.run()
-    finally:
-        if emitter is not None:
-            emitter.close()
-        if stream is not None and stream is not buffer:
+    except BaseException:
+        if partial is not None:
+            assert stream is not None
             stream.close()
+            partial.unlink(missing_ok=True)
+        raise
+    if emitter is not None:
+        emitter.close()
+    if partial is not None and trace_path is not None:
+        assert stream is not None
+        stream.close()
+        os.replace(partial, trace_path)
     return SeedRun(
         result=result,
         options=sim.options_record(),

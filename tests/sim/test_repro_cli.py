@@ -106,6 +106,23 @@ def test_run_refuses_a_trace_path_that_is_its_plan(tmp_path: Path) -> None:
     assert digest(plan) == before
 
 
+def test_run_regenerates_a_trace_in_place_when_the_trace_is_its_own_plan(tmp_path: Path) -> None:
+    """The regenerate command a validation report prints for a --plan run
+    names the trace as both plan and output: it must work, and write the
+    same bytes, with nothing left beside it."""
+    plan = tmp_path / "plan.json"
+    plan.write_text(FaultPlan(heal_tick=100).to_json())
+    trace = tmp_path / "t.ndjson"
+    code, output = invoke("run", "twopc", "--seed", "4", "--plan", str(plan), "--trace", str(trace))
+    assert code == exitcodes.OK, output
+    before = digest(trace)
+    code, output = invoke("run", "twopc", "--seed", "4", "--plan", str(trace),
+                          "--trace", str(trace))
+    assert code == exitcodes.OK, output
+    assert digest(trace) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json", "t.ndjson"]
+
+
 def test_export_refuses_an_output_that_is_its_trace(tmp_path: Path) -> None:
     trace = tmp_path / "t.ndjson"
     run_seed("twopc", 3, trace_path=trace)
