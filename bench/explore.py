@@ -99,7 +99,7 @@ def projection() -> Projection:
 @dataclass(frozen=True)
 class Reduction:
     label: str
-    reduction: str  # "--reduce" or "--symmetry"
+    reduction: str  # "--reduce", "--symmetry" or "both"
     plain_states: int
     plain_moves: int
     plain_seconds: float
@@ -130,6 +130,7 @@ def reductions() -> list[Reduction]:
         for flag, bounds in (
             ("--reduce", SearchBounds(faults, max_depth=depth, reduce=True)),
             ("--symmetry", SearchBounds(faults, max_depth=depth, symmetry=True)),
+            ("both", SearchBounds(faults, max_depth=depth, reduce=True, symmetry=True)),
         ):
             reduced = explore(definition, config, bounds)
             rows.append(Reduction(label, flag, plain.states, plain.transitions, plain.seconds,

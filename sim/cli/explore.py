@@ -70,7 +70,8 @@ T = TypeVar("T")
                    "already tried. Same states, fewer moves; liveness is then not checked.")
 @click.option("--symmetry", is_flag=True,
               help="Symmetry reduction: one state for each set of states that differ only in "
-                   "which of the protocol's interchangeable nodes is which.")
+                   "which of the protocol's interchangeable nodes is which (combines with "
+                   "--reduce).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=DEFAULT_OUT, show_default=True,
               help="Where a counterexample's schedule and trace go.")

@@ -65,14 +65,6 @@ class SearchBounds:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"{name}={value}: must be at least 1")
-        if self.reduce and self.symmetry:
-            # A sleep set names nodes. Meeting a state again as another member
-            # of its orbit, the search would compare sleep sets written in
-            # two namings, and could skip a move it never tried.
-            raise ConfigError(
-                "partial-order and symmetry reduction cannot be combined yet: "
-                "choose --reduce or --symmetry"
-            )
 
 
 @dataclass(slots=True)
@@ -112,6 +104,9 @@ class _Node:
     # The moves not to try from here, under reduction: each commutes with a
     # move already tried from an earlier state, which reaches the same state.
     sleep: frozenset[Move] = frozenset()
+    # Under symmetry, which of the kept renamings names this state: its
+    # sleep set is written in the node ids of the state stored for it.
+    naming: int = 0
 
 
 Progress = Callable[[Exploration], None]
@@ -141,11 +136,27 @@ def explore(
     if symmetry is not None and symmetry.size == 1:
         symmetry = None  # the workload tells every node apart: nothing to merge
 
-    def name(system: ExploredSystem) -> bytes:
+    def name(system: ExploredSystem) -> tuple[bytes, int]:
+        if symmetry is None:
+            return system.digest(), 0
         try:
-            return system.digest(symmetry)
+            return symmetry.name(system.renameable_state())
         except EmbeddedName as embedded:
             raise ConfigError(f"{protocol.name}: no symmetry reduction: {embedded}") from None
+
+    # Under both reductions, a state met again may be another member of its
+    # orbit, whose moves name other nodes: its sleep set is translated into
+    # the stored state's node ids, and the stored state is what is expanded
+    # again, so every state keeps its frozen copy.
+    keep_frozen = reduce and symmetry is not None
+    frozen_of: dict[int, bytes] = {}
+
+    def translated(sleep: frozenset[Move], system: ExploredSystem, source: int,
+                   target: int) -> frozenset[Move]:
+        if symmetry is None or source == target or not sleep:
+            return sleep
+        names = symmetry.translation(source, target)
+        return frozenset(system.renamed(move, names) for move in sleep)
     nodes: list[_Node] = []
     seen: dict[bytes, int] = {}
 
@@ -176,9 +187,11 @@ def explore(
     except InvariantViolation as violation:
         return finish(Counterexample(FOUND_SAFETY, str(violation), ()))
     nodes.append(_Node(-1, None, 0, root.unfinished() is None))
-    seen[name(root)] = 0
+    seen[name(root)[0]] = 0
     result.states = 1
     frontier: deque[tuple[int, bytes]] = deque([(0, root.freeze())])
+    if keep_frozen:
+        frozen_of[0] = frontier[0][1]
     take = frontier.popleft if bounds.order == BFS else frontier.pop
     last_report = started
     while frontier:
@@ -236,15 +249,18 @@ def explore(
                     if attempt.fault_free and system.may_crash(attempt.node):
                         # The same move again, crashing after each of its steps.
                         tries.extend(attempt.crashing(k) for k in range(1, steps + 1))
-                digest = name(twin)
+                digest, naming = name(twin)
                 known = seen.get(digest)
                 if known is None:
                     known = seen[digest] = len(nodes)
                     nodes.append(_Node(index, attempt, node.depth + 1, twin.unfinished() is None,
-                                       sleep=successor_sleep))
+                                       sleep=successor_sleep, naming=naming))
                     result.states += 1
                     result.depth = max(result.depth, node.depth + 1)
-                    frontier.append((known, twin.freeze()))
+                    frozen_twin = twin.freeze()
+                    frontier.append((known, frozen_twin))
+                    if keep_frozen:
+                        frozen_of[known] = frozen_twin
                     if bounds.max_states is not None and result.states >= bounds.max_states:
                         result.cut_by = "states"
                         frontier.clear()
@@ -253,17 +269,26 @@ def explore(
                     # Depth-first order met this state deeper first. Reached
                     # sooner now, it is expanded again from here, so that the
                     # depth bound cuts every path at the same length.
-                    nodes[known] = _Node(index, attempt, node.depth + 1, nodes[known].done,
-                                         sleep=nodes[known].sleep & successor_sleep)
-                    frontier.append((known, twin.freeze()))
-                elif reduce and not nodes[known].sleep <= successor_sleep:
+                    old = nodes[known]
+                    sleep = translated(old.sleep, twin, old.naming, naming) & successor_sleep
+                    nodes[known] = _Node(index, attempt, node.depth + 1, old.done,
+                                         sleep=sleep, naming=naming)
+                    frozen_twin = twin.freeze()
+                    frontier.append((known, frozen_twin))
+                    if keep_frozen:
+                        frozen_of[known] = frozen_twin
+                elif reduce:
                     # Reached again, sleeping on fewer moves: those it slept
                     # on before but not now must be tried after all.
                     known_node = nodes[known]
-                    known_node.sleep &= successor_sleep
-                    if known_node.expanded:
-                        known_node.expanded = False
-                        frontier.append((known, twin.freeze()))
+                    sleep = translated(successor_sleep, twin, naming, known_node.naming)
+                    if not known_node.sleep <= sleep:
+                        known_node.sleep &= sleep
+                        if known_node.expanded:
+                            known_node.expanded = False
+                            frontier.append(
+                                (known, frozen_of[known] if keep_frozen else twin.freeze())
+                            )
                 if attempt.fault_free:
                     node.fault_free_next.append(known)
             if result.cut_by == "states":

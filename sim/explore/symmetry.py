@@ -57,7 +57,27 @@ class Symmetry:
 
     def digest(self, state: Any) -> bytes:
         """The least digest of `state`'s images: one name for its whole orbit."""
-        return min(state_digest(state, renaming) for renaming in self.renamings)
+        return self.name(state)[0]
+
+    def name(self, state: Any) -> tuple[bytes, int]:
+        """The least digest of `state`'s images, and which renaming gives it."""
+        best, naming = state_digest(state, self.renamings[0]), 0
+        for index in range(1, len(self.renamings)):
+            digest = state_digest(state, self.renamings[index])
+            if digest < best:
+                best, naming = digest, index
+        return best, naming
+
+    def translation(self, source: int, target: int) -> dict[str, str]:
+        """How node ids read in another member of an orbit.
+
+        A state named through renaming `source` and one named through
+        renaming `target` under one digest map to the same image; this maps
+        each node id of the first to the id that plays its part in the
+        second."""
+        there = self.renamings[source].names
+        back = {image: name for name, image in self.renamings[target].names.items()}
+        return {name: back[image] for name, image in there.items()}
 
     def describe(self) -> str:
         groups = "; ".join(", ".join(group) for group in self.groups)

@@ -121,6 +121,17 @@ def _parts(value: Any) -> list[Any]:
     return parts
 
 
+def _renamed(data: Any, names: Mapping[str, str]) -> Any:
+    """Plain data (a message as the protocol encodes it) with whole strings renamed."""
+    if isinstance(data, str):
+        return names.get(data, data)
+    if isinstance(data, list):
+        return [_renamed(item, names) for item in data]
+    if isinstance(data, dict):
+        return {_renamed(k, names): _renamed(v, names) for k, v in data.items()}
+    return data
+
+
 class ExploredSystem(StepMachine):
     def __init__(
         self,
@@ -402,6 +413,25 @@ class ExploredSystem(StepMachine):
             messages,
             frozenset(self.unstarted),
             (self.crashes, self.losses, self.duplicates),
+        )
+
+    def renamed(self, move: Move, names: Mapping[str, str]) -> Move:
+        """`move` with its node ids renamed by `names`, its message included
+        (whole strings only, as symmetry renames a state)."""
+        payload = move.payload
+        if payload is not None:
+            data = _renamed(msgpack.unpackb(payload, raw=False), names)
+            msg = self.protocol.decode_message(data)
+            payload = msgpack.packb(self.protocol.encode_message(msg), use_bin_type=True)
+        src = move.src
+        timer = move.timer
+        return Move(
+            move.kind,
+            names.get(move.node, move.node),
+            None if src is None else names.get(src, src),
+            payload,
+            None if timer is None else names.get(timer, timer),
+            move.crash_after,
         )
 
     def _message_of(self, payload: bytes) -> Any:
