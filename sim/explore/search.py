@@ -140,7 +140,7 @@ def explore(
         if symmetry is None:
             return system.digest(), 0
         try:
-            return symmetry.name(system.renameable_state())
+            return symmetry.name(system.renameable_state(), system.own_parts())
         except EmbeddedName as embedded:
             raise ConfigError(f"{protocol.name}: no symmetry reduction: {embedded}") from None
 

@@ -392,6 +392,14 @@ class ExploredSystem(StepMachine):
             ))
         return symmetry.digest(self.renameable_state())
 
+    def own_parts(self) -> dict[str, Any]:
+        """Each node's own part of the state: what it holds, and whether it has started."""
+        return {
+            node_id: (host.up, host.core, host.disk.contents(), frozenset(host.timers),
+                      node_id in self.unstarted)
+            for node_id, host in self.hosts.items()
+        }
+
     def renameable_state(self) -> tuple[Any, ...]:
         """The whole state, in a shape whose encoding a renaming of node ids
         changes only by the renaming (sim/explore/symmetry.py).
