@@ -9,10 +9,12 @@ template and checks it against the spec's `Next`, and a scan of the
 protocol's code checks that the code emits exactly these names.
 
 This is a reader of that one definition, not of TLA+: a lexer that knows
-strings and comments, and a set of string literals each of which must be an
-identifier (an action name is an operator name). Anything else is a
-SpecError; `tracing.tla.source` holds the validator's general reader, which
-`protocols/` may not import. It reads files, and nothing else.
+strings and comments (`module_tokens`), and a set of string literals each
+of which must be an identifier (an action name is an operator name).
+Anything else is a SpecError. The lexer is the project's one TLA+ lexer:
+the validator's reader of declarations (`tracing.tla.source`) uses it too,
+since `protocols/` may import nothing outside itself and `tracing/` may
+import this stdlib-only module. It reads files, and nothing else.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from protocols.errors import SpecError
 
-__all__ = ["find_template", "read_action_names", "shipped_spec_dirs"]
+__all__ = ["find_template", "module_tokens", "read_action_names", "shipped_spec_dirs"]
 
 DEFINITION = "TraceActionNames"
 
@@ -40,7 +42,7 @@ _TOKEN = re.compile(
     """,
     re.VERBOSE | re.DOTALL,
 )
-_MODULE_START = re.compile(r"^\s*-{4,}\s*MODULE\s+[A-Za-z0-9_]+\s*-{4,}", re.MULTILINE)
+_MODULE_START = re.compile(r"^\s*-{4,}\s*MODULE\s+([A-Za-z0-9_]+)\s*-{4,}", re.MULTILINE)
 _BLOCK_PART = re.compile(r"\(\*|\*\)")
 _ACTION = re.compile(r"[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*")
 
@@ -62,8 +64,11 @@ def find_template(spec_module: str, spec_dirs: Sequence[Path]) -> Path:
     raise SpecError(f"trace template {name} not found under {', '.join(map(str, spec_dirs))}")
 
 
-def _tokens(text: str, origin: str) -> list[tuple[str, str]]:
-    """The module's (kind, text) tokens up to its closing `====`, comments left out."""
+def module_tokens(text: str, origin: str) -> tuple[str, list[tuple[str, str]]]:
+    """The module's name, and its (kind, text) tokens up to its closing `====`.
+
+    A token's kind is "word", "string" or "op" (`==` or any other single
+    character); comments and white space are left out."""
     start = _MODULE_START.search(text)
     if start is None:
         raise SpecError(f"{origin}: no `---- MODULE Name ----` line")
@@ -74,7 +79,7 @@ def _tokens(text: str, origin: str) -> list[tuple[str, str]]:
         assert m is not None  # the last alternative matches any character
         kind = m.lastgroup or "op"
         if kind == "end":
-            return tokens
+            return start.group(1), tokens
         pos = m.end()
         if kind == "block":
             pos = _after_block_comment(text, pos, origin)
@@ -99,7 +104,7 @@ def read_action_names(path: Path) -> frozenset[str]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeError) as exc:
         raise SpecError(f"{origin}: cannot read the trace template: {exc}") from None
-    tokens = _tokens(text, origin)
+    _, tokens = module_tokens(text, origin)
     starts = [
         i for i in range(len(tokens) - 2)
         if tokens[i][1] == DEFINITION and tokens[i + 1][1] == "==" and tokens[i + 2][1] == "{"

@@ -3,37 +3,22 @@
 Theory of operation. Before TLC runs, the validator needs a few facts from a
 spec's source: its CONSTANTS and VARIABLES, the modules it EXTENDS, the names
 it defines, and the literal set TraceActionNames of a trace template. This is
-a lexer and a reader of those declarations only, not a TLA+ parser; SANY
-stays the judge of what a module means.
+a reader of those declarations only, not a TLA+ parser, on the lexer that
+protocols/trace_template.py holds (the project's one); SANY stays the
+judge of what a module means.
 
 This module only reads text; it never runs TLC or SANY.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from protocols.errors import SpecError
+from protocols.trace_template import module_tokens
 from tracing.tla.literal import unescape_string
 
 __all__ = ["ModuleDecls", "read_module", "read_string_set"]
-
-_SRC_TOKEN = re.compile(
-    r"""
-    (?P<ws>\s+)
-  | (?P<comment>\\\*[^\n]*)
-  | (?P<block>\(\*)
-  | (?P<string>"(?:[^"\\\n]|\\.)*")
-  | (?P<end>={4,})
-  | (?P<word>[A-Za-z0-9_]+)
-  | (?P<op>==|.)
-    """,
-    re.VERBOSE | re.DOTALL,
-)
-_MODULE_START = re.compile(r"^\s*-{4,}\s*MODULE\s+([A-Za-z0-9_]+)\s*-{4,}", re.MULTILINE)
-_BLOCK_PART = re.compile(r"\(\*|\*\)")
-
 
 @dataclass(frozen=True, slots=True)
 class _Token:
@@ -53,33 +38,8 @@ class ModuleDecls:
 
 
 def _source_tokens(text: str, origin: str) -> tuple[str, list[_Token]]:
-    start = _MODULE_START.search(text)
-    if start is None:
-        raise SpecError(f"{origin}: no `---- MODULE Name ----` line")
-    tokens: list[_Token] = []
-    pos = start.end()
-    while pos < len(text):
-        m = _SRC_TOKEN.match(text, pos)
-        assert m is not None  # the last alternative matches any character
-        kind = m.lastgroup
-        if kind == "block":
-            pos = _skip_block_comment(text, m.end(), origin)
-            continue
-        if kind == "end":
-            return start.group(1), tokens
-        if kind in ("word", "string", "op"):
-            tokens.append(_Token(kind, m.group()))
-        pos = m.end()
-    raise SpecError(f"{origin}: the module has no closing `====` line")
-
-
-def _skip_block_comment(text: str, pos: int, origin: str) -> int:
-    depth = 1
-    for m in _BLOCK_PART.finditer(text, pos):
-        depth += 1 if m.group() == "(*" else -1
-        if depth == 0:
-            return m.end()
-    raise SpecError(f"{origin}: a (* comment is never closed")
+    name, tokens = module_tokens(text, origin)
+    return name, [_Token(kind, token) for kind, token in tokens]
 
 
 def _names_after(tokens: list[_Token], i: int, origin: str, what: str) -> tuple[list[str], int]:
