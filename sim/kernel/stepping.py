@@ -91,6 +91,11 @@ class StepMachine:
         """Count one step of `host`; return what crashes it now (truthy), or None."""
         raise NotImplementedError
 
+    def _take_fired_faults(self) -> list[str]:
+        """The plan's faults that struck since the last line; a machine that
+        chooses its faults itself (the explorer) names none."""
+        return []
+
     def _crashed(self, host: NodeHost, crash: Any, lost_records: int) -> None:
         """`host` just crashed, losing `lost_records` unsynced records: arrange
         what follows (its crash step is written next)."""
@@ -123,7 +128,10 @@ class StepMachine:
         self.steps += 1
         self.last_tick = now
         if self.emitter is not None:
-            self.emitter.step(ts=now, node=node, action=action, params=params, vars=spec_vars)
+            self.emitter.step(
+                ts=now, node=node, action=action, params=params, vars=spec_vars,
+                faults=self._take_fired_faults(),
+            )
         self.last_vars = spec_vars
         self.oracle.check_step(spec_vars, StepInfo(now, node, action, params))
 

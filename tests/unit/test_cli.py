@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from protocols.twopc.bugs import BUGS
 from sim import exitcodes
 from sim.cli.main import main
+from tracing.codec import STEP_EVENT
 
 
 def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -191,6 +192,7 @@ def test_headerless_trace_validates_given_spec_and_constants(tmp_path: Path) -> 
         "\n".join(
             json.dumps({"ts": s["ts"], "action": s["action"], "vars": s["vars"]})
             for s in map(json.loads, lines[1:])
+            if s["event"] == STEP_EVENT
         )
         + "\n"
     )
