@@ -166,7 +166,8 @@ def diff_values(before: Any, after: Any, path: str) -> list[Change]:
         )]
     if (
         isinstance(before, Mapping) and isinstance(after, Mapping)
-        and isinstance(before, FnMap) == isinstance(after, FnMap)
+        # An empty function prints as `{}`, a record's form, whatever its domain.
+        and (isinstance(before, FnMap) == isinstance(after, FnMap) or not before or not after)
     ):
         changes: list[Change] = []
         for key in _canonical(set(before) | set(after)):
