@@ -11,7 +11,7 @@ import pytest
 from sim.run.runner import run_seed
 from sim.view.html import run_page, write_page
 from sim.view.model import build_run_view, mark_tlc
-from tests.sim.browser import CHROMIUM, chromium_page
+from bench.browser import CHROMIUM, chromium_page
 from tracing.codec import read_trace
 from tracing.validation.validator import validate_trace
 

@@ -1,4 +1,4 @@
-"""Headless Chromium for the report tests and benchmark: Debian's package
+"""Headless Chromium for the report benchmark and tests: Debian's package
 (`make test` installs it when missing), driven through playwright, never a
 browser playwright downloads."""
 
