@@ -86,7 +86,8 @@ def describe(figures: tuple[PageFigures, PageFigures]) -> list[str]:
     ]
     steps = long.steps / short.steps
     lines.append(
-        f"report, long / short ({steps:.1f}x the steps): HTML {long.html_bytes / short.html_bytes:.1f}x, "
+        f"report, long / short ({steps:.1f}x the steps): "
+        f"HTML {long.html_bytes / short.html_bytes:.1f}x, "
         f"render {long.render_seconds / short.render_seconds:.1f}x, "
         f"model and page {long.build_seconds / short.build_seconds:.1f}x; "
         f"long run: model and page / reading the trace "

@@ -44,7 +44,7 @@ class DatabaseSummary:
 def fault_kinds(plan_json: str) -> set[str]:
     """The kinds of fault a stored plan holds: crash, loss, duplicate, delay, partition."""
     plan = FaultPlan.from_dict(json.loads(plan_json), "a stored fault plan")
-    kinds = {w.kind for w in plan.windows}
+    kinds: set[str] = {w.kind for w in plan.windows}
     if plan.crashes:
         kinds.add("crash")
     if plan.partitions:
@@ -104,7 +104,7 @@ def database_page(summary: DatabaseSummary) -> str:
                      "<table class=\"failures\">")
         for r in records:
             shrunk = "" if r.shrunk is None else \
-                f"shrunk to {len(FaultPlan.from_dict(json.loads(r.shrunk.plan_json)).entries()) - 1}"
+                f"shrunk to {FaultPlan.from_dict(json.loads(r.shrunk.plan_json)).size}"
             parts.append("<tr>" + "".join(_cell(v) for v in (
                 r.failure_id, f"seed {r.outcome.seed}", r.outcome.failure or r.outcome.rejection,
                 shrunk, r.outcome.trace_path or "",

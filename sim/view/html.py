@@ -209,7 +209,8 @@ const v=document.getElementById('verdicts');
 if(run.oracleVerdict!==null){const d=text('div',v,'oracles: '+run.oracleVerdict+' ',
   run.marks.oracle?'bad':'good');if(run.marks.oracle)link(d,'(step '+run.marks.oracle.step+')',
   run.marks.oracle.step).id='link-oracle';}
-if(run.tlcVerdict!==null){const d=text('div',v,'TLC: '+run.tlcVerdict+' ',run.marks.tlc?'bad':'good');
+if(run.tlcVerdict!==null){
+ const d=text('div',v,'TLC: '+run.tlcVerdict+' ',run.marks.tlc?'bad':'good');
  if(run.marks.tlc)link(d,'(step '+run.marks.tlc.step+')',run.marks.tlc.step).id='link-tlc';}
 for(const n of run.notes)text('div',v,'note: '+n);
 if(run.reproduce)text('div',v,'reproduce: '+run.reproduce);

@@ -171,7 +171,8 @@ def diff_values(before: Any, after: Any, path: str) -> list[Change]:
     ):
         changes: list[Change] = []
         for key in _canonical(set(before) | set(after)):
-            where = f"{path}.{_key_text(key)}" if isinstance(key, str) else f"{path}[{_key_text(key)}]"
+            text = _key_text(key)
+            where = f"{path}.{text}" if isinstance(key, str) else f"{path}[{text}]"
             if key not in before:
                 changes.append(Change(where, None, show_value(after[key])))
             elif key not in after:
@@ -276,7 +277,8 @@ def _lanes(steps: Iterable[TraceStep]) -> list[str]:
 
 
 def _plan(trace: Trace) -> FaultPlan | None:
-    options = (trace.header or {}).get("options")
+    header: Mapping[str, Any] = trace.header or {}
+    options = header.get("options")
     if not isinstance(options, Mapping) or options.get("faults") is None:
         return None
     try:
@@ -302,7 +304,7 @@ def _downtimes(trace: Trace, crash_names: set[str]) -> list[Downtime]:
 
 def build_run_view(trace: Trace) -> RunView:
     """The run a trace records, ready to draw; TLC's verdict is added by `mark_tlc`."""
-    header = trace.header or {}
+    header: Mapping[str, Any] = trace.header or {}
     steps: list[StepView] = []
     previous: Mapping[str, Any] | None = None
     fired: dict[str, list[int]] = {}
@@ -325,7 +327,9 @@ def build_run_view(trace: Trace) -> RunView:
     entries = None
     partitions: list[dict[str, Any]] = []
     if plan is not None:
-        entries = [PlanEntry(name, text, tuple(fired.get(name, ()))) for name, text in plan.entries()]
+        entries = [
+            PlanEntry(name, text, tuple(fired.get(name, ()))) for name, text in plan.entries()
+        ]
         partitions = [
             {"name": f"partitions/{i}", "start": p.start, "end": p.end, "src": list(p.src),
              "dst": list(p.dst), "both_ways": p.both_ways}
@@ -349,11 +353,11 @@ def build_run_view(trace: Trace) -> RunView:
     if end is None:
         view.notes.append("the trace has no end record, so the oracles' verdict is not shown")
     else:
-        view.oracle_verdict = end.outcome if end.failure is None else f"{end.outcome}: {end.failure}"
-        if end.failing_step is not None:
-            index = _index_of_seq(steps, end.failing_step)
-            if index is not None:
-                view.oracle = Mark(index, f"oracle: {end.outcome} failure", end.failure or "")
+        verdict = end.outcome if end.failure is None else f"{end.outcome}: {end.failure}"
+        view.oracle_verdict = verdict
+        failing = None if end.failing_step is None else _index_of_seq(steps, end.failing_step)
+        if failing is not None:
+            view.oracle = Mark(failing, f"oracle: {end.outcome} failure", end.failure or "")
     if view.reproduce is not None:
         view.reproduce = view.reproduce.replace("{trace}", trace.path)
     return view

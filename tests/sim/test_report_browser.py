@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.browser import CHROMIUM, chromium_page
 from sim.run.runner import run_seed
 from sim.view.html import run_page, write_page
-from sim.view.model import build_run_view, mark_tlc
-from bench.browser import CHROMIUM, chromium_page
+from sim.view.model import RunView, build_run_view, mark_tlc
 from tracing.codec import read_trace
 from tracing.validation.validator import validate_trace
 
@@ -21,11 +21,11 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def failing(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, object]:
+def failing(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, RunView]:
     """A failing run's trace and its report, TLC's verdict included."""
     folder = tmp_path_factory.mktemp("report")
     trace_path = folder / "96.ndjson"
-    result = run_seed("twopc", 96, bug="abort-after-prepare", trace_path=trace_path).result
+    run_seed("twopc", 96, bug="abort-after-prepare", trace_path=trace_path)
     trace = read_trace(trace_path)
     view = build_run_view(trace)
     mark_tlc(view, trace, validate_trace(trace))
@@ -34,23 +34,25 @@ def failing(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, objec
     return page, folder, view
 
 
-def test_report_draws_lanes_arrows_and_the_marked_steps(failing: tuple[Path, Path, object]) -> None:
+def test_report_draws_lanes_arrows_and_the_marked_steps(
+    failing: tuple[Path, Path, RunView],
+) -> None:
     page_path, folder, view = failing
-    delivered = sum(m.delivered is not None and m.src in view.lanes  # type: ignore[attr-defined]
-                    for m in view.messages)  # type: ignore[attr-defined]
+    delivered = sum(m.delivered is not None and m.src in view.lanes
+                    for m in view.messages)
     with chromium_page() as page:
         page.goto(page_path.as_uri())
         page.wait_for_selector("body[data-rendered='1']")
         lanes = page.locator("g.lane")
-        assert lanes.count() == len(view.lanes) == 4  # type: ignore[attr-defined]
+        assert lanes.count() == len(view.lanes) == 4
         assert [lanes.nth(i).get_attribute("data-node") for i in range(4)] == ["tm", "r1", "r2",
                                                                               "r3"]
         assert page.locator("line.msg.delivered").count() == delivered
         tlc = page.locator("g.step.mark-tlc")
         oracle = page.locator("g.step.mark-oracle")
         assert tlc.count() == 1 and oracle.count() == 1
-        assert tlc.get_attribute("data-step") == str(view.tlc.step)  # type: ignore[attr-defined]
-        assert oracle.get_attribute("data-step") == str(view.oracle.step)  # type: ignore[attr-defined]
+        assert tlc.get_attribute("data-step") == str(view.tlc.step)
+        assert oracle.get_attribute("data-step") == str(view.oracle.step)
         # The page opens on TLC's rejected step, with the validator's report beside it.
         assert "RMChooseToAbort" in page.inner_text("#step-title")
         assert "REJECTED" in page.inner_text("#step-marks")
@@ -58,19 +60,19 @@ def test_report_draws_lanes_arrows_and_the_marked_steps(failing: tuple[Path, Pat
         # Following the oracle's link selects its step; the panel lists what it changed.
         page.click("#link-oracle")
         assert page.locator("g.step.selected").get_attribute("data-step") == str(
-            view.oracle.step  # type: ignore[attr-defined]
+            view.oracle.step
         )
         # Clicking a step shows exactly the variables it changed.
-        step = next(s for s in view.steps if s.action == "RMRcvPrepare")  # type: ignore[attr-defined]
+        step = next(s for s in view.steps if s.action == "RMRcvPrepare")
         page.locator(f"#step-{step.index} rect.row-hit").click()
         paths = [page.locator("#diff tr.change").nth(i).get_attribute("data-path")
                  for i in range(page.locator("#diff tr.change").count())]
         assert paths == [c.path for c in step.changes] and paths
         assert any(p.startswith("rmState.") for p in paths)
         fired = page.locator("#plan tr.fired").count()
-        assert fired == sum(1 for e in view.plan if e.fired)  # type: ignore[attr-defined]
+        assert fired == sum(1 for e in view.plan if e.fired)
         assert page.locator("#plan tr.unfired").count() == sum(
-            1 for e in view.plan if not e.fired and e.name != "heal"  # type: ignore[attr-defined]
+            1 for e in view.plan if not e.fired and e.name != "heal"
         )
         page.screenshot(path=str(folder / "clicked.png"), full_page=False)
         assert page.errors == []

@@ -15,6 +15,7 @@ from protocols.errors import TraceFormatError
 from sim import exitcodes
 from sim.cli.main import main
 from sim.kernel.options import SimOptions
+from sim.kernel.simulation import RunResult
 from sim.run.runner import run_seed
 from sim.view.html import embed_json, run_page
 from sim.view.model import build_run_view, diff_values
@@ -22,10 +23,12 @@ from tracing.codec import END_EVENT, read_trace
 from tracing.values import Record
 
 
-def _run(tmp_path: Path, protocol: str, seed: int, **kwargs: object) -> tuple[Path, object]:
+def _run(
+    tmp_path: Path, protocol: str, seed: int, *, bug: str | None = None,
+    options: SimOptions | None = None,
+) -> tuple[Path, RunResult]:
     path = tmp_path / f"{protocol}-{seed}.ndjson"
-    result = run_seed(protocol, seed, trace_path=path, **kwargs).result  # type: ignore[arg-type]
-    return path, result
+    return path, run_seed(protocol, seed, bug=bug, options=options, trace_path=path).result
 
 
 @pytest.mark.parametrize(("protocol", "seed"), [("twopc", 85), ("twopc", 3), ("shardsplit", 2),
@@ -35,14 +38,14 @@ def test_messages_match_the_networks_own_counts(
 ) -> None:
     path, result = _run(tmp_path, protocol, seed)
     view = build_run_view(read_trace(path))
-    stats = result.stats  # type: ignore[attr-defined]
+    stats = result.stats
     delivered = [m for m in view.messages if m.delivered is not None]
     assert len(delivered) == stats.messages_delivered
     assert sum(m.lost is not None for m in view.messages) == stats.messages_lost
     assert sum(m.duplicate for m in view.messages) == stats.messages_duplicated
     for m in delivered:
-        assert m.sent < m.delivered  # type: ignore[operator]
-        assert view.steps[m.delivered].node == m.dst  # type: ignore[index]
+        assert m.sent < m.delivered
+        assert view.steps[m.delivered].node == m.dst
         assert m.src is not None and view.steps[m.sent].node in (m.src, "net")
 
 
@@ -56,7 +59,7 @@ def test_fired_faults_are_named_on_their_steps_and_the_rest_stay_unfired(tmp_pat
             Window("loss", 0, 400, 1.0, links=(("r1", "r2"),), seed=2),
         ),
     )
-    path, result = _run(tmp_path, "twopc", 1, options=SimOptions(faults=plan))
+    path, _ = _run(tmp_path, "twopc", 1, options=SimOptions(faults=plan))
     trace = read_trace(path)
     named = {name: [s for s in trace.steps if name in s.faults] for name in
              ("crashes/0", "windows/0", "windows/1")}
@@ -73,11 +76,11 @@ def test_a_failing_runs_end_record_places_the_oracles_failure(tmp_path: Path) ->
     path, result = _run(tmp_path, "twopc", 96, bug="abort-after-prepare")
     trace = read_trace(path)
     assert trace.end is not None
-    assert trace.end.failing_step == result.failing_step  # type: ignore[attr-defined]
+    assert trace.end.failing_step == result.failing_step
     view = build_run_view(trace)
     assert view.oracle is not None
-    assert view.steps[view.oracle.step].seq == result.failing_step  # type: ignore[attr-defined]
-    assert view.oracle.text == result.failure  # type: ignore[attr-defined]
+    assert view.steps[view.oracle.step].seq == result.failing_step
+    assert view.oracle.text == result.failure
 
 
 def test_a_trace_from_before_the_end_record_and_fault_names_still_reads(tmp_path: Path) -> None:
@@ -155,7 +158,7 @@ def test_show_prints_changes_and_marks_the_oracles_failing_step(tmp_path: Path) 
     path, result = _run(tmp_path, "twopc", 96, bug="abort-after-prepare")
     code, output = _invoke("show", str(path), "--no-tlc", "--node", "r1")
     assert code == 0, output
-    step = result.failing_step  # type: ignore[attr-defined]
+    step = result.failing_step
     assert f"#{step} " in output and "<<< oracle: safety failure" in output
     assert "rmState." in output and " -> " in output
     assert all(line.split()[2] == "r1" for line in output.splitlines()
@@ -170,7 +173,9 @@ def test_show_prints_changes_and_marks_the_oracles_failing_step(tmp_path: Path) 
     ("report", "{db}", "-o", "{out}"),
     ("campaign", "twopc", "--seeds", "0:1", "--report", "{out}"),
 ])
-def test_bad_input_to_show_and_report_is_a_usage_error(tmp_path: Path, args: tuple[str, ...]) -> None:
+def test_bad_input_to_show_and_report_is_a_usage_error(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
     trace, _ = _run(tmp_path, "twopc", 85)
     db = tmp_path / "broken.db"
     db.write_bytes(b"SQLite format 3\x00" + b"\x07" * 200)
