@@ -73,6 +73,7 @@ class TraceStep:
     params: Record
     vars: Record
     faults: tuple[str, ...] = ()  # the fault plan's entries that struck in this step
+    timer: str | None = None  # the timer whose expiry this step answers
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +259,7 @@ class _TraceBuilder:
                 params=_record(where, obj, "params"),
                 vars=self._vars(where, obj),
                 faults=_fault_names(where, obj),
+                timer=_optional(where, obj, "timer", str),
             )
         )
 
@@ -526,6 +528,8 @@ def write_trace(trace: Trace, path: str | os.PathLike[str], fmt: TraceFormat = "
                 record["action"] = step.action
             if step.params:
                 record["params"] = to_json(step.params, "params")
+            if step.timer is not None:
+                record["timer"] = step.timer
             if step.faults:
                 record["faults"] = list(step.faults)
             record["vars"] = to_json(step.vars, "vars")

@@ -51,6 +51,7 @@ def view_data(view: RunView) -> dict[str, Any]:
                 "q": s.seq, "t": s.ts, "n": s.node, "a": s.action, "p": s.params,
                 "c": [[c.path, c.old, c.new, 1 if c.is_set else 0] for c in s.changes],
                 **({"f": list(s.faults)} if s.faults else {}),
+                **({"m": s.timer} if s.timer is not None else {}),
             }
             for s in view.steps
         ],
@@ -131,7 +132,8 @@ a{color:#0645ad;cursor:pointer}
 .msg.inflight{stroke:#999;stroke-dasharray:1 3}
 .loss-x{fill:#b00020;font-weight:700;text-anchor:middle}
 .down{fill:#b00020;fill-opacity:.18}.partition{fill:#f0a000;fill-opacity:.15}
-.fault-tag{fill:#8a5a00;font-size:10px}
+.timer-mark{font-size:10px;text-anchor:end}
+#legend{font-size:11px;color:#555;margin-top:2px}
 """
 
 # The diagram: y is the step (so every step has a row to click), x the lane.
@@ -167,11 +169,14 @@ const stepEls=[];let lastTs=null;
 run.steps.forEach((s,i)=>{const cls=['step'];
  if(run.marks.oracle&&run.marks.oracle.step===i)cls.push('mark-oracle');
  if(run.marks.tlc&&run.marks.tlc.step===i)cls.push('mark-tlc');
+ if(s.m!==undefined)cls.push('timer');
  const g=el('g',{class:cls.join(' '),id:'step-'+i,'data-step':i});
  el('rect',{class:'row-hit',x:0,y:TOP+i*ROW,width:width,height:ROW},g);
  if(s.t!==lastTs){el('text',{class:'ts',x:LEFT-8,y:y(i)+4},g,'t'+s.t);lastTs=s.t;}
  const x=s.n in laneX?laneX[s.n]:LEFT+20;
  el('circle',{class:'dot',cx:x,cy:y(i),r:3.5},g);
+ if(s.m!==undefined){const c=el('text',{class:'timer-mark',x:x-9,y:y(i)+4},g,'\u23f0');
+  el('title',{},c,'timer '+s.m+' fired');}
  el('text',{class:'act',x:x+7,y:y(i)-3},g,s.a+(s.f?'  \u26a1':''));
  g.addEventListener('click',()=>select(i));stepEls.push(g);});
 for(const m of run.messages){if(!(m.s in laneX))continue;const x1=laneX[m.s],y1=y(m.o);
@@ -191,7 +196,7 @@ let selected=null;
 function select(i){if(selected!==null)stepEls[selected].classList.remove('selected');
  selected=i;stepEls[i].classList.add('selected');const s=run.steps[i];
  document.getElementById('step-title').textContent='#'+(s.q===null?i:s.q)+' t='+s.t+' '+
-  (s.n||'-')+' '+s.a+(s.p?' '+s.p:'');
+  (s.n||'-')+' '+s.a+(s.p?' '+s.p:'')+(s.m!==undefined?' (timer '+s.m+' fired)':'');
  const marks=document.getElementById('step-marks');marks.textContent='';
  for(const k of ['oracle','tlc']){const m=run.marks[k];if(m&&m.step===i){
   text('div',marks,m.title,'bad');text('pre',marks,m.text);}}
@@ -203,17 +208,21 @@ function select(i){if(selected!==null)stepEls[selected].classList.remove('select
   text('td',tr,old===null?'':(isSet?'-':'')+old,'old');
   text('td',tr,nw===null?'':(isSet?'+':'')+nw,'new');table.appendChild(tr);}
  stepEls[i].scrollIntoView({block:'nearest'});}
+function seqOf(i){const q=run.steps[i].q;return q===null?i:q;}
 function link(parent,label,i){const a=text('a',parent,label);a.dataset.step=i;
  a.addEventListener('click',()=>select(i));return a;}
 const v=document.getElementById('verdicts');
 if(run.oracleVerdict!==null){const d=text('div',v,'oracles: '+run.oracleVerdict+' ',
-  run.marks.oracle?'bad':'good');if(run.marks.oracle)link(d,'(step '+run.marks.oracle.step+')',
+  run.marks.oracle?'bad':'good');if(run.marks.oracle)link(d,'(#'+seqOf(run.marks.oracle.step)+')',
   run.marks.oracle.step).id='link-oracle';}
 if(run.tlcVerdict!==null){
  const d=text('div',v,'TLC: '+run.tlcVerdict+' ',run.marks.tlc?'bad':'good');
- if(run.marks.tlc)link(d,'(step '+run.marks.tlc.step+')',run.marks.tlc.step).id='link-tlc';}
+ if(run.marks.tlc)link(d,'(#'+seqOf(run.marks.tlc.step)+')',run.marks.tlc.step).id='link-tlc';}
 for(const n of run.notes)text('div',v,'note: '+n);
 if(run.reproduce)text('div',v,'reproduce: '+run.reproduce);
+text('div',v,'Rows are steps (#seq, tick at the left), lanes are nodes. Blue arrows: delivered '+
+ 'messages; purple dashed: duplicates; red dotted with \u00d7: lost; red bars: a node down; '+
+ 'orange bands: partitions; \u26a1 a fault struck; \u23f0 a timer fired.').id='legend';
 const plan=document.getElementById('plan');
 if(run.plan===null)text('caption',plan,'The trace header holds no fault plan.');
 else{if(!run.faultsRecorded)text('caption',plan,'This trace records no fired faults.');
@@ -221,7 +230,7 @@ else{if(!run.faultsRecorded)text('caption',plan,'This trace records no fired fau
   const fired=p.fired.length>0;tr.className=p.name==='heal'?'':(fired?'fired':'unfired');
   tr.dataset.fault=p.name;text('td',tr,p.name==='heal'?'':(fired?'fired':'never fired'));
   text('td',tr,p.text);const td=text('td',tr,'');
-  p.fired.slice(0,12).forEach(i=>{link(td,'#'+i,i);td.appendChild(document.createTextNode(' '));});
+  p.fired.slice(0,12).forEach(i=>{link(td,'#'+seqOf(i),i);td.appendChild(document.createTextNode(' '));});
   if(p.fired.length>12)td.appendChild(document.createTextNode('... '+p.fired.length+' in all'));
   plan.appendChild(tr);}}
 const first=run.marks.tlc?run.marks.tlc.step:run.marks.oracle?run.marks.oracle.step:null;

@@ -59,6 +59,7 @@ class StepView:
     changes: list[Change]
     faults: tuple[str, ...]
     param_values: Mapping[str, Any]
+    timer: str | None = None  # the timer whose expiry this step answers
 
 
 @dataclass(slots=True)
@@ -319,6 +320,7 @@ def build_run_view(trace: Trace) -> RunView:
             changes=step_changes(previous, step.vars),
             faults=step.faults,
             param_values=step.params,
+            timer=step.timer,
         ))
         previous = step.vars
         for name in step.faults:

@@ -42,6 +42,8 @@ def _step_line(step: StepView, marks: list[Mark]) -> Text:
     line.append(printable(step.action), style="bold")
     if step.params:
         line.append(f" {printable(step.params)}")
+    if step.timer is not None:
+        line.append(f"  (timer {printable(step.timer)} fired)", style="blue")
     for mark in marks:
         line.append(f"  <<< {mark.title}", style="bold red")
     return line
@@ -78,6 +80,11 @@ def step_lines(
                 yield Text(f"    | {printable(row)}", style="red")
 
 
+def _seq(view: RunView, index: int) -> int:
+    seq = view.steps[index].seq
+    return index if seq is None else seq
+
+
 def summary_lines(view: RunView) -> Iterator[Text]:
     """Who wrote the trace, and the verdicts, before the steps."""
     yield Text(
@@ -86,11 +93,12 @@ def summary_lines(view: RunView) -> Iterator[Text]:
         f"{len(view.messages)} message copies, nodes {', '.join(map(printable, view.lanes))}"
     )
     if view.oracle_verdict is not None:
-        where = f" (step {view.oracle.step})" if view.oracle is not None else ""
+        where = "" if view.oracle is None else f" (#{_seq(view, view.oracle.step)})"
         yield Text(f"oracles: {printable(view.oracle_verdict)}{where}",
                    style="red" if view.oracle is not None else "green")
     if view.tlc_verdict is not None:
-        yield Text(f"TLC: {printable(view.tlc_verdict)}",
+        where = "" if view.tlc is None else f" (#{_seq(view, view.tlc.step)})"
+        yield Text(f"TLC: {printable(view.tlc_verdict)}{where}",
                    style="red" if view.tlc is not None else "green")
     if view.plan is not None:
         fired = sum(1 for e in view.plan if e.fired)

@@ -72,6 +72,17 @@ def test_fired_faults_are_named_on_their_steps_and_the_rest_stay_unfired(tmp_pat
     assert [(d.node, trace.steps[d.crashed].action) for d in view.downtimes] == [("tm", "TMCrash")]
 
 
+def test_a_step_answering_a_timer_names_it(tmp_path: Path) -> None:
+    path, _ = _run(tmp_path, "twopc", 96, bug="abort-after-prepare")
+    steps = read_trace(path).steps
+    timed = [s for s in steps if s.timer is not None]
+    assert timed and all(s.node not in (None, "net") for s in timed)
+    # A delivery answers a message, never a timer.
+    assert not any(s.action.startswith(("RMRcv", "TMRcv")) for s in timed if s.action)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert sum("timer" in line for line in lines) == len(timed)
+
+
 def test_a_failing_runs_end_record_places_the_oracles_failure(tmp_path: Path) -> None:
     path, result = _run(tmp_path, "twopc", 96, bug="abort-after-prepare")
     trace = read_trace(path)

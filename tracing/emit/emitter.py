@@ -53,7 +53,7 @@ _FIELD_ORDER: dict[str, tuple[str, ...]] = {
         "variables",
         "reproduce",
     ),
-    STEP_EVENT: ("event", "seq", "ts", "node", "action", "params", "faults", "vars"),
+    STEP_EVENT: ("event", "seq", "ts", "node", "action", "params", "timer", "faults", "vars"),
     END_EVENT: ("event", "outcome", "failure", "failing_step"),
 }
 
@@ -196,9 +196,11 @@ class TraceEmitter:
         params: Mapping[str, Any],
         vars: Mapping[str, Any],
         faults: Sequence[str] = (),
+        timer: str | None = None,
     ) -> None:
         """Write one step; `seq` counts from 0, the `Init` step. `faults` names
-        the fault plan's entries that struck in this step (`windows/3`)."""
+        the fault plan's entries that struck in this step (`windows/3`);
+        `timer`, the node's timer whose expiry this step answers."""
         if type(ts) is not int or type(action) is not str or not action:
             raise TraceFormatError(
                 f"a step needs an int ts and an action name, got ts={ts!r}, action={action!r}"
@@ -215,6 +217,8 @@ class TraceEmitter:
             optional: dict[str, Any] = {}
             if node is not None:
                 optional["node"] = node
+            if timer is not None:
+                optional["timer"] = timer
             if faults:
                 optional["faults"] = list(faults)
             self._log.trace(

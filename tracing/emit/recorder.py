@@ -61,7 +61,7 @@ class TLCRecorder(TraceEmitter):
 
     def step(self, *, ts: int, node: str | None, action: str,
              params: Mapping[str, Any], vars: Mapping[str, Any],
-             faults: Sequence[str] = ()) -> None:
+             faults: Sequence[str] = (), timer: str | None = None) -> None:
         seq = self.steps_written
         self._seq = seq + 1
         if self.refused is not None:
