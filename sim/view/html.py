@@ -230,7 +230,8 @@ else{if(!run.faultsRecorded)text('caption',plan,'This trace records no fired fau
   const fired=p.fired.length>0;tr.className=p.name==='heal'?'':(fired?'fired':'unfired');
   tr.dataset.fault=p.name;text('td',tr,p.name==='heal'?'':(fired?'fired':'never fired'));
   text('td',tr,p.text);const td=text('td',tr,'');
-  p.fired.slice(0,12).forEach(i=>{link(td,'#'+seqOf(i),i);td.appendChild(document.createTextNode(' '));});
+  p.fired.slice(0,12).forEach(i=>{link(td,'#'+seqOf(i),i);
+   td.appendChild(document.createTextNode(' '));});
   if(p.fired.length>12)td.appendChild(document.createTextNode('... '+p.fired.length+' in all'));
   plan.appendChild(tr);}}
 const first=run.marks.tlc?run.marks.tlc.step:run.marks.oracle?run.marks.oracle.step:null;
