@@ -25,7 +25,10 @@ _tlc_option = click.option(
 def load_run(trace_path: Path, run_tlc: bool) -> RunView:
     trace = read_trace(trace_path)
     view = build_run_view(trace)
-    if run_tlc:
+    if run_tlc and trace.header is None:
+        view.notes.append("TLC was not run: the trace has no header naming its spec "
+                          "(tlasim validate --spec NAME checks it)")
+    elif run_tlc:
         from tracing.validation.validator import validate_trace
 
         mark_tlc(view, trace, validate_trace(trace))

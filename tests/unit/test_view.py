@@ -197,6 +197,15 @@ def test_bad_input_to_show_and_report_is_a_usage_error(
     assert "Traceback" not in output
 
 
+def test_show_of_a_headerless_trace_says_why_tlc_did_not_run(tmp_path: Path) -> None:
+    path, _ = _run(tmp_path, "twopc", 85)
+    bare = tmp_path / "bare.ndjson"
+    bare.write_text("\n".join(path.read_text().splitlines()[1:]) + "\n")
+    code, output = _invoke("show", str(bare), "--to", "2")
+    assert code == 0, output
+    assert "TLC was not run: the trace has no header" in output
+
+
 def test_report_of_a_database_groups_failures_by_property(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     code, output = _invoke("campaign", "twopc", "--seeds", "0:6", "--bug", "tm-forgets-decision",
