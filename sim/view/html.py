@@ -132,7 +132,7 @@ a{color:#0645ad;cursor:pointer}
 .msg.inflight{stroke:#999;stroke-dasharray:1 3}
 .loss-x{fill:#b00020;font-weight:700;text-anchor:middle}
 .down{fill:#b00020;fill-opacity:.18}.partition{fill:#f0a000;fill-opacity:.15}
-.timer-mark{font-size:10px;text-anchor:end}
+.timer-mark circle,.timer-mark path{fill:none;stroke:#1f6f8b;stroke-width:1.2}
 #legend{font-size:11px;color:#555;margin-top:2px}
 """
 
@@ -175,8 +175,9 @@ run.steps.forEach((s,i)=>{const cls=['step'];
  if(s.t!==lastTs){el('text',{class:'ts',x:LEFT-8,y:y(i)+4},g,'t'+s.t);lastTs=s.t;}
  const x=s.n in laneX?laneX[s.n]:LEFT+20;
  el('circle',{class:'dot',cx:x,cy:y(i),r:3.5},g);
- if(s.m!==undefined){const c=el('text',{class:'timer-mark',x:x-9,y:y(i)+4},g,'\u23f0');
-  el('title',{},c,'timer '+s.m+' fired');}
+ if(s.m!==undefined){const c=el('g',{class:'timer-mark'},g);
+  el('circle',{cx:x-11,cy:y(i),r:4.5},c);
+  el('path',{d:'M'+(x-11)+','+(y(i)-3)+'v3h2.5'},c);el('title',{},c,'timer '+s.m+' fired');}
  el('text',{class:'act',x:x+7,y:y(i)-3},g,s.a+(s.f?'  \u26a1':''));
  g.addEventListener('click',()=>select(i));stepEls.push(g);});
 for(const m of run.messages){if(!(m.s in laneX))continue;const x1=laneX[m.s],y1=y(m.o);
@@ -222,7 +223,7 @@ for(const n of run.notes)text('div',v,'note: '+n);
 if(run.reproduce)text('div',v,'reproduce: '+run.reproduce);
 text('div',v,'Rows are steps (#seq, tick at the left), lanes are nodes. Blue arrows: delivered '+
  'messages; purple dashed: duplicates; red dotted with \u00d7: lost; red bars: a node down; '+
- 'orange bands: partitions; \u26a1 a fault struck; \u23f0 a timer fired.').id='legend';
+ 'orange bands: partitions; \u26a1 a fault struck; a small clock: a timer fired.').id='legend';
 const plan=document.getElementById('plan');
 if(run.plan===null)text('caption',plan,'The trace header holds no fault plan.');
 else{if(!run.faultsRecorded)text('caption',plan,'This trace records no fired faults.');

@@ -48,6 +48,8 @@ def test_report_draws_lanes_arrows_and_the_marked_steps(
         assert [lanes.nth(i).get_attribute("data-node") for i in range(4)] == ["tm", "r1", "r2",
                                                                               "r3"]
         assert page.locator("line.msg.delivered").count() == delivered
+        timed = sum(s.timer is not None for s in view.steps)
+        assert page.locator("g.step.timer .timer-mark").count() == timed > 0
         tlc = page.locator("g.step.mark-tlc")
         oracle = page.locator("g.step.mark-oracle")
         assert tlc.count() == 1 and oracle.count() == 1
