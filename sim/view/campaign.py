@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+import shlex
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,9 +106,13 @@ def database_page(summary: DatabaseSummary) -> str:
         for r in records:
             shrunk = "" if r.shrunk is None else \
                 f"shrunk to {FaultPlan.from_dict(json.loads(r.shrunk.plan_json)).size}"
+            trace = r.outcome.trace_path
+            draw = "" if trace is None else shlex.join(
+                ["tlasim", "report", trace, "-o", str(Path(trace).with_suffix(".html"))]
+            )
             parts.append("<tr>" + "".join(_cell(v) for v in (
                 r.failure_id, f"seed {r.outcome.seed}", r.outcome.failure or r.outcome.rejection,
-                shrunk, r.outcome.trace_path or "",
+                shrunk, draw,
             )) + "</tr>")
         parts.append("</table>")
     parts.append("<h2>Fault kinds the shrunk plans keep</h2>")
