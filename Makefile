@@ -7,6 +7,14 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test test-quick lint bench check-specs clean java
 
+# The report tests and benchmark load pages in headless Chromium from
+# Debian's package; installed here only when missing (sudo unless root).
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	$$SUDO apt-get install -y --no-install-recommends chromium || \
+	{ $$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends chromium; }
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
@@ -24,17 +32,17 @@ demo: $(STAMP)
 # the caches its tests share (a bug variant's first failing seed, say) hold.
 PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadfile
 
-test: $(STAMP)
+test: $(STAMP) $(CHROMIUM)
 	$(PYTEST)
 
-test-quick: $(STAMP)
+test-quick: $(STAMP) $(CHROMIUM)
 	$(PYTEST) -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check sim protocols faults tracing tests bench
 	$(BIN)/mypy
 
-bench: $(STAMP)
+bench: $(STAMP) $(CHROMIUM)
 	$(BIN)/python -m bench
 
 check-specs: $(STAMP)

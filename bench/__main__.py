@@ -5,7 +5,16 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from bench import bugs, campaign, explore, kernel, linearizability, refinement, validation
+from bench import (
+    bugs,
+    campaign,
+    explore,
+    kernel,
+    linearizability,
+    refinement,
+    report,
+    validation,
+)
 from sim.cli.support import out
 
 # The standard campaign of each protocol: its default options, swarm faults.
@@ -35,6 +44,8 @@ def main() -> None:
     for line in validation.describe(validation.run()):
         console.print(line, markup=False)
     for line in validation.describe_large(validation.large_values()):
+        console.print(line, markup=False)
+    for line in report.describe(report.run()):
         console.print(line, markup=False)
 
     twopc_rates = campaign.run("twopc")

@@ -121,19 +121,26 @@ class FaultPlan:
 
     def describe(self) -> str:
         """One line per fault, for reports."""
-        lines = [f"heal at tick {self.heal_tick}"]
-        for c in self.crashes:
-            lines.append(f"crash {c.node} after its step #{c.after_steps} at tick >= {c.tick}, "
-                         f"restart {c.restart_ticks} ticks later")
-        for w in self.windows:
+        return "\n".join(text for _name, text in self.entries())
+
+    def entries(self) -> list[tuple[str, str]]:
+        """Each fault with its name in the plan (`crashes/0`, `windows/3`: the
+        names a trace line's `faults` field uses) and its one-line description;
+        the heal tick comes first, named `heal`."""
+        entries = [("heal", f"heal at tick {self.heal_tick}")]
+        for i, c in enumerate(self.crashes):
+            entries.append((f"crashes/{i}", f"crash {c.node} after its step #{c.after_steps} at "
+                            f"tick >= {c.tick}, restart {c.restart_ticks} ticks later"))
+        for i, w in enumerate(self.windows):
             where = "all links" if w.links is None else ", ".join(f"{a}->{b}" for a, b in w.links)
             extra = f" up to {w.delay_ticks_max} ticks" if w.kind == "delay" else ""
-            lines.append(f"{w.kind}{extra} p={w.probability:g} in [{w.start}, {w.end}) on {where}")
-        for p in self.partitions:
+            entries.append((f"windows/{i}", f"{w.kind}{extra} p={w.probability:g} in "
+                            f"[{w.start}, {w.end}) on {where}"))
+        for i, p in enumerate(self.partitions):
             arrow = "<->" if p.both_ways else "->"
-            lines.append(f"partition {','.join(p.src)} {arrow} {','.join(p.dst)} "
-                         f"in [{p.start}, {p.end})")
-        return "\n".join(lines)
+            entries.append((f"partitions/{i}", f"partition {','.join(p.src)} {arrow} "
+                            f"{','.join(p.dst)} in [{p.start}, {p.end})"))
+        return entries
 
     # ---- plain data ----
 

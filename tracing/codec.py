@@ -58,6 +58,7 @@ TraceFormat = Literal["ndjson", "msgpack"]
 SCHEMA_VERSION = 1
 HEADER_EVENT = "tla_trace_header"
 STEP_EVENT = "tla_trace"
+END_EVENT = "tla_trace_end"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,15 +72,28 @@ class TraceStep:
     action: str | None  # None: the line did not say
     params: Record
     vars: Record
+    faults: tuple[str, ...] = ()  # the fault plan's entries that struck in this step
+    timer: str | None = None  # the timer whose expiry this step answers
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEnd:
+    """How the run's oracles judged it, from the trace's end record (tlasim writes one)."""
+
+    outcome: str
+    failure: str | None
+    failing_step: int | None
 
 
 @dataclass(frozen=True, slots=True)
 class Trace:
-    """A whole trace. `header` is None for logs that carry none (another system's)."""
+    """A whole trace. `header` is None for logs that carry none (another system's);
+    `end` is None for a trace without an end record (another system's, or an older one)."""
 
     path: str
     header: Record | None
     steps: tuple[TraceStep, ...]
+    end: TraceEnd | None = None
 
 
 # --- reading ----------------------------------------------------------------
@@ -191,6 +205,8 @@ class _TraceBuilder:
         self._last_vars: dict[str, tuple[str, Any]] = {}
         self.header_where = ""
         self.steps: list[TraceStep] = []
+        self.end: TraceEnd | None = None
+        self.end_where = ""
 
     def add(self, number: int, where: str, obj: Any) -> None:
         if type(obj) is not dict:
@@ -198,7 +214,12 @@ class _TraceBuilder:
                 f"{where}: a trace record must be an object, not {short_repr(obj)}"
             )
         event = obj.get("event", obj.get("msg"))
-        if event == HEADER_EVENT or HEADER_EVENT in obj:
+        if self.end is not None and (event in (HEADER_EVENT, STEP_EVENT) or "vars" in obj):
+            raise TraceFormatError(f"{where}: a record after the end record at {self.end_where}")
+        if event == END_EVENT:
+            self.end = _decode_end(where, obj)
+            self.end_where = where
+        elif event == HEADER_EVENT or HEADER_EVENT in obj:
             self._add_header(where, obj)
         elif "entry" in obj:
             self._add_step(number, where, unwrap_entry(where, obj["entry"]))
@@ -237,6 +258,8 @@ class _TraceBuilder:
                 action=action,
                 params=_record(where, obj, "params"),
                 vars=self._vars(where, obj),
+                faults=_fault_names(where, obj),
+                timer=_optional(where, obj, "timer", str),
             )
         )
 
@@ -280,7 +303,31 @@ class _TraceBuilder:
     def finish(self) -> Trace:
         if not self.steps:
             raise TraceFormatError(f"{self.name}: the trace holds no step records")
-        return Trace(self.name, self.header, tuple(self.steps))
+        return Trace(self.name, self.header, tuple(self.steps), self.end)
+
+
+def _fault_names(where: str, obj: dict[str, Any]) -> tuple[str, ...]:
+    """A step's optional `faults`: the plan entries (`windows/3`) that struck in it."""
+    names = obj.get("faults")
+    if names is None:
+        return ()
+    if type(names) is not list or any(type(n) is not str for n in names):
+        raise TraceFormatError(
+            f"{where}: faults must be a list of fault names, not {short_repr(names)}"
+        )
+    return tuple(names)
+
+
+def _decode_end(where: str, obj: dict[str, Any]) -> TraceEnd:
+    outcome = obj.get("outcome")
+    if type(outcome) is not str:
+        raise TraceFormatError(
+            f"{where}: the end record's outcome must be a string, not {short_repr(outcome)}"
+        )
+    step = _optional(where, obj, "failing_step", int)
+    if step is not None and step < 0:
+        raise TraceFormatError(f"{where}: failing_step must not be negative: {step}")
+    return TraceEnd(outcome, _optional(where, obj, "failure", str), step)
 
 
 def unwrap_entry(where: str, entry: Any) -> dict[str, Any]:
@@ -481,8 +528,17 @@ def write_trace(trace: Trace, path: str | os.PathLike[str], fmt: TraceFormat = "
                 record["action"] = step.action
             if step.params:
                 record["params"] = to_json(step.params, "params")
+            if step.timer is not None:
+                record["timer"] = step.timer
+            if step.faults:
+                record["faults"] = list(step.faults)
             record["vars"] = to_json(step.vars, "vars")
             writer.write(record)
+        if trace.end is not None:
+            writer.write({
+                "event": END_EVENT, "outcome": trace.end.outcome, "failure": trace.end.failure,
+                "failing_step": trace.end.failing_step,
+            })
         writer.close()
 
 

@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from protocols import get_protocol
+from protocols.errors import ConfigError
 from sim import exitcodes
 from sim.campaign.records import parse_validate_mode
 from sim.campaign.results import Campaign, ResultsDB, ShrunkRun
@@ -81,6 +82,7 @@ def _report_failures(
     shrink_count: int,
     campaign_id: int | None,
     db: Path | None,
+    report_path: Path | None = None,
 ) -> None:
     """Shrink and report the first failure of each broken property; list the rest.
 
@@ -100,6 +102,8 @@ def _report_failures(
             out.print(report.render(), markup=False)
             out.print(f"  unshrunk: {reproduce_command(protocol, o.seed, bug, None, settings)}",
                       markup=False)
+            if report_path is not None:
+                out.print(f"  report:   {printable(report_path.resolve())}", markup=False)
             if db is not None and campaign_id is not None:
                 with ResultsDB(db) as store:
                     store.record_shrunk(
@@ -150,6 +154,8 @@ def _report_failures(
 @click.option("--shrink", "shrink_count", type=click.IntRange(min=0), default=3,
               show_default=True,
               help="Shrink and fully report the first failure of up to this many properties.")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the database's HTML report here at the end (needs --db).")
 @guarded
 def campaign(
     protocol: str,
@@ -163,9 +169,13 @@ def campaign(
     trace_dir: str,
     protocol_settings: tuple[str, ...],
     shrink_count: int,
+    report_path: Path | None,
 ) -> None:
     """Sweep seeds of PROTOCOL under swarm faults; store, validate, shrink, report."""
     check_bug(protocol, bug)
+    if report_path is not None and db_path is None:
+        raise ConfigError("--report draws the results database: give --db too")
+    refuse_overwrite({"--report": report_path}, {"--db": db_path})
     overrides = parse_assignments(protocol_settings, "--set")
     get_protocol(protocol).make_options(overrides)  # bad options fail before any seed runs
     seeds = parse_seed_range(seed_range)
@@ -255,8 +265,14 @@ def campaign(
     failed = [o for o in outcomes if o.failed]
     _report_failures(
         protocol, bug, failed, overrides=overrides, shrink_count=shrink_count,
-        campaign_id=campaign_id, db=db_path,
+        campaign_id=campaign_id, db=db_path, report_path=report_path,
     )
+    if report_path is not None and db_path is not None:
+        from sim.view.campaign import database_page, summarize
+        from sim.view.html import write_page
+
+        write_page(report_path, database_page(summarize(db_path)))
+        out.print(f"report={printable(report_path.resolve())}", markup=False)
     if any(o.outcome == OUTCOME_SAFETY for o in outcomes):
         sys.exit(exitcodes.SAFETY)
     if any(o.outcome == OUTCOME_LIVENESS for o in outcomes):

@@ -23,6 +23,7 @@ from sim.cli.drift import drift
 from sim.cli.explore import explore_command
 from sim.cli.interchange import export
 from sim.cli.repro import failures, repro
+from sim.cli.show import report, show
 from sim.cli.support import (
     check_bug,
     exit_code_help,
@@ -263,6 +264,7 @@ def check_specs(names: tuple[str, ...], manifest: Path | None, jobs: int) -> Non
 
 
 for command in (
-    campaign, repro, failures, search, shrink, validate, export, corpus, drift, explore_command
+    campaign, repro, failures, search, shrink, validate, export, corpus, drift, explore_command,
+    show, report,
 ):
     main.add_command(command)

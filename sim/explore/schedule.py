@@ -205,6 +205,19 @@ def replay(
             reproduce=f"tlasim run {definition.name} --schedule {TRACE_PLACEHOLDER}",
         )
     try:
+        result = _play(system, schedule)
+        if emitter is not None:
+            emitter.end(outcome=result.outcome, failure=result.failure,
+                        failing_step=result.failing_step)
+    finally:
+        if emitter is not None:
+            emitter.close()
+    return result
+
+
+def _play(system: ExploredSystem, schedule: Schedule) -> Replay:
+    """Make the schedule's moves; how they ended."""
+    try:
         system.initial_step()
         for move in schedule.moves:
             system.apply(move)
@@ -216,9 +229,6 @@ def replay(
     except Exception as exc:  # a core's own failure, as the explorer reports it
         return Replay(OUTCOME_ERROR, f"{type(exc).__name__}: {exc}", system.steps - 1,
                       system.steps, system.moves_made)
-    finally:
-        if emitter is not None:
-            emitter.close()
     unfinished = system.unfinished()
     if unfinished is not None and schedule.found.get("kind") == OUTCOME_LIVENESS:
         return Replay(OUTCOME_LIVENESS, unfinished, None, system.steps, system.moves_made)

@@ -192,6 +192,10 @@ class Simulation(StepMachine):
             if problem is not None:
                 result.outcome = OUTCOME_LIVENESS
                 result.failure = f"{problem} (tick {self.now}, bound {self.deadline()})"
+        if self.emitter is not None:
+            self.emitter.end(
+                outcome=result.outcome, failure=result.failure, failing_step=result.failing_step
+            )
         self.stats.steps = self.steps
         self.stats.last_tick = self.last_tick
         self.stats.messages_sent = self.network.sent
@@ -222,6 +226,9 @@ class Simulation(StepMachine):
                 self.dispatch(host, Timeout(timer.name))
 
         self._schedule(timer.delay, fire)
+
+    def _take_fired_faults(self) -> list[str]:
+        return self.injector.take_fired()
 
     def _crash_strikes(self, host: NodeHost) -> Crash | None:
         return self.injector.crash_after_step(host.node_id, self.now)

@@ -25,6 +25,7 @@ from protocols.base import (
     Recover,
     Send,
     SetTimer,
+    Timeout,
     Trace,
 )
 from protocols.definition import Oracle, ProtocolDefinition, StepInfo
@@ -64,6 +65,8 @@ class StepMachine:
         self._logs: dict[str, tuple[Any, ...]] = {}
         self._up: dict[str, bool] = {}
         self._changed: list[NodeHost] = list(self.hosts.values())
+        # The timer whose expiry the next line's step answers, named on that line.
+        self._timer: str | None = None
 
     # ---- the hooks a runtime provides ----
 
@@ -90,6 +93,11 @@ class StepMachine:
     def _crash_strikes(self, host: NodeHost) -> Any:
         """Count one step of `host`; return what crashes it now (truthy), or None."""
         raise NotImplementedError
+
+    def _take_fired_faults(self) -> list[str]:
+        """The plan's faults that struck since the last line; a machine that
+        chooses its faults itself (the explorer) names none."""
+        return []
 
     def _crashed(self, host: NodeHost, crash: Any, lost_records: int) -> None:
         """`host` just crashed, losing `lost_records` unsynced records: arrange
@@ -122,8 +130,13 @@ class StepMachine:
         now = self.now
         self.steps += 1
         self.last_tick = now
+        faults = self._take_fired_faults()
+        timer, self._timer = self._timer, None
         if self.emitter is not None:
-            self.emitter.step(ts=now, node=node, action=action, params=params, vars=spec_vars)
+            self.emitter.step(
+                ts=now, node=node, action=action, params=params, vars=spec_vars,
+                faults=faults, timer=timer,
+            )
         self.last_vars = spec_vars
         self.oracle.check_step(spec_vars, StepInfo(now, node, action, params))
 
@@ -132,6 +145,9 @@ class StepMachine:
         # Time stands still while one input's effects are carried out.
         now = self.now
         effects = host.live_core().handle(now, event)
+        # The first line this input writes names the timer; a timer that wrote no
+        # line (it only set itself again, say) must not lend its name to a later one.
+        self._timer = event.name if isinstance(event, Timeout) else None
         if isinstance(event, Receive | Recover) and not any(
             isinstance(e, Trace) for e in effects
         ):
@@ -162,6 +178,7 @@ class StepMachine:
                 "a send or persist must belong to a traced step"
             )
         self._apply(host, pending)
+        self._timer = None
 
     def _apply(self, host: NodeHost, effects: list[Effect]) -> list[Any]:
         duplicates = []

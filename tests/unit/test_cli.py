@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from protocols.twopc.bugs import BUGS
 from sim import exitcodes
 from sim.cli.main import main
+from tracing.codec import STEP_EVENT
 
 
 def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -142,13 +143,14 @@ def test_plan_file_that_is_not_utf8_is_a_usage_error(tmp_path: Path) -> None:
 def test_rejected_trace_exits_4(tmp_path: Path) -> None:
     path = _trace(tmp_path)
     lines = path.read_text().splitlines()
-    step = json.loads(lines[-1])
+    last = max(i for i, line in enumerate(lines) if json.loads(line)["event"] == STEP_EVENT)
+    step = json.loads(lines[last])
     step["vars"]["tmUp"] = not step["vars"]["tmUp"]
-    lines[-1] = json.dumps(step)
+    lines[last] = json.dumps(step)
     path.write_text("\n".join(lines) + "\n")
     code, output = invoke("validate", str(path))
     assert code == exitcodes.TRACE_REJECTED, output
-    assert f"line {len(lines)}" in output
+    assert f"line {last + 1}" in output
 
 
 @pytest.mark.parametrize(
@@ -191,6 +193,7 @@ def test_headerless_trace_validates_given_spec_and_constants(tmp_path: Path) -> 
         "\n".join(
             json.dumps({"ts": s["ts"], "action": s["action"], "vars": s["vars"]})
             for s in map(json.loads, lines[1:])
+            if s["event"] == STEP_EVENT
         )
         + "\n"
     )

@@ -33,6 +33,7 @@ from sim.drift.modelled import (
     update_record,
 )
 from sim.run.runner import run_seed
+from tracing.codec import STEP_EVENT
 
 TWOPC = PROTOCOLS["twopc"]
 TM_CLASS = "protocols/twopc/tm.py:TransactionManager"
@@ -88,7 +89,9 @@ def actions_seen(definition: ProtocolDefinition, seeds: range) -> set[str]:
         trace = run_seed(definition, seed, bug=bug, keep_trace=True).trace
         assert trace is not None
         for line in trace.splitlines()[1:]:
-            seen.add(json.loads(line)["action"])
+            record = json.loads(line)
+            if record["event"] == STEP_EVENT:
+                seen.add(record["action"])
     return seen
 
 

@@ -15,6 +15,7 @@ from sim.kernel.disk import Disk
 from sim.kernel.options import NetworkOptions, SimOptions
 from sim.kernel.rng import split
 from sim.kernel.simulation import Simulation
+from tracing.codec import END_EVENT
 from tracing.emit.emitter import TraceEmitter
 from tracing.values import from_json
 
@@ -47,7 +48,8 @@ def run_steps(seed: int, faults: FaultPlan, **protocol: int) -> list[dict[str, A
         emitter=emitter,
     )
     sim.run()
-    return [json.loads(line) for line in emitter.getvalue().decode().splitlines()]
+    records = [json.loads(line) for line in emitter.getvalue().decode().splitlines()]
+    return [r for r in records if r["event"] != END_EVENT]
 
 
 def test_crash_point_between_two_effects_leaves_log_and_messages_consistent() -> None:

@@ -20,14 +20,21 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any, BinaryIO
 
 import structlog
 from structlog.typing import Processor
 
 from protocols.errors import InternalError, TraceFormatError
-from tracing.codec import HEADER_EVENT, SCHEMA_VERSION, STEP_EVENT, TraceFormat, TraceWriter
+from tracing.codec import (
+    END_EVENT,
+    HEADER_EVENT,
+    SCHEMA_VERSION,
+    STEP_EVENT,
+    TraceFormat,
+    TraceWriter,
+)
 from tracing.values import to_json
 
 __all__ = ["TraceEmitter"]
@@ -46,7 +53,8 @@ _FIELD_ORDER: dict[str, tuple[str, ...]] = {
         "variables",
         "reproduce",
     ),
-    STEP_EVENT: ("event", "seq", "ts", "node", "action", "params", "vars"),
+    STEP_EVENT: ("event", "seq", "ts", "node", "action", "params", "timer", "faults", "vars"),
+    END_EVENT: ("event", "outcome", "failure", "failing_step"),
 }
 
 
@@ -72,7 +80,7 @@ def _tag_values(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]
         except TraceFormatError as exc:
             where = f"step {event_dict['seq']} ({event_dict['action']})"
             raise TraceFormatError(f"{where}: {exc}") from None
-    else:
+    elif event_dict["event"] == HEADER_EVENT:
         event_dict["constants"] = to_json(event_dict["constants"], "constants")
         event_dict["options"] = _plain_json(event_dict["options"], "options")
     return event_dict
@@ -187,8 +195,12 @@ class TraceEmitter:
         action: str,
         params: Mapping[str, Any],
         vars: Mapping[str, Any],
+        faults: Sequence[str] = (),
+        timer: str | None = None,
     ) -> None:
-        """Write one step; `seq` counts from 0, the `Init` step."""
+        """Write one step; `seq` counts from 0, the `Init` step. `faults` names
+        the fault plan's entries that struck in this step (`windows/3`);
+        `timer`, the node's timer whose expiry this step answers."""
         if type(ts) is not int or type(action) is not str or not action:
             raise TraceFormatError(
                 f"a step needs an int ts and an action name, got ts={ts!r}, action={action!r}"
@@ -200,13 +212,29 @@ class TraceEmitter:
             )
         seq = self._seq
         if self._log is not None:
-            if node is None:
-                self._log.trace(STEP_EVENT, seq=seq, ts=ts, action=action, params=params, vars=vars)
-            else:
-                self._log.trace(
-                    STEP_EVENT, seq=seq, ts=ts, node=node, action=action, params=params, vars=vars
-                )
+            # Optional fields are left out when empty, so a line of a run
+            # without faults keeps the bytes it had before they were recorded.
+            optional: dict[str, Any] = {}
+            if node is not None:
+                optional["node"] = node
+            if timer is not None:
+                optional["timer"] = timer
+            if faults:
+                optional["faults"] = list(faults)
+            self._log.trace(
+                STEP_EVENT, seq=seq, ts=ts, action=action, params=params, vars=vars, **optional
+            )
         self._seq = seq + 1
+
+    def end(self, *, outcome: str, failure: str | None, failing_step: int | None) -> None:
+        """Write the run's end: how its oracles judged it, and the step that broke one.
+
+        Readers that only want steps skip this record, so the validator and
+        other systems' tools are unaffected; a viewer shows the failure
+        beside the step it names without running the oracles again.
+        """
+        if self._log is not None:
+            self._log.trace(END_EVENT, outcome=outcome, failure=failure, failing_step=failing_step)
 
     def close(self) -> None:
         """Flush the stream (which stays open: the caller owns it)."""

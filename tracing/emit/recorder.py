@@ -16,7 +16,7 @@ its log.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from protocols.errors import InternalError, TraceFormatError
@@ -60,7 +60,8 @@ class TLCRecorder(TraceEmitter):
             self.refused = str(exc)
 
     def step(self, *, ts: int, node: str | None, action: str,
-             params: Mapping[str, Any], vars: Mapping[str, Any]) -> None:
+             params: Mapping[str, Any], vars: Mapping[str, Any],
+             faults: Sequence[str] = (), timer: str | None = None) -> None:
         seq = self.steps_written
         self._seq = seq + 1
         if self.refused is not None:
