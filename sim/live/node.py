@@ -177,25 +177,28 @@ class LiveNode(StepMachine):
             Record(self.protocol.message_record(send.msg)),
         )
         self._step_sent.append(out.record)
-        self._transmit(out)
-        if self.injector.duplicate_on_send(self.now, self.node_id, send.dst):
+        duplicated = self.injector.duplicate_on_send(self.now, self.node_id, send.dst)
+        # This step's line takes the next clock, and a duplicate's line the one
+        # after: a copy carries the clock of the last line that put the message
+        # in flight, so that its receipt is ordered after both.
+        self._transmit(out, self.clock + (2 if duplicated else 1))
+        if duplicated:
             self.event("duplicate", dst=send.dst)
             return out
         return None
 
     def _add_duplicate(self, copy_: Outgoing) -> Mapping[str, Any]:
-        self._transmit(copy_)
+        self._transmit(copy_, self.clock + 1)
         return {"msg": copy_.record}
 
-    def _transmit(self, out: Outgoing) -> None:
+    def _transmit(self, out: Outgoing, clock: int) -> None:
         """Send one copy now, later, or never, as the fault plan says."""
         now = self.now
         if self.injector.lose_on_delivery(now, self.node_id, out.dst):
             self.event("loss", dst=out.dst)
             self._spawn(self._log_loss, out)
             return
-        # The step that sends this copy is written next, with the next clock.
-        frame = encode_frame(self.node_id, self.clock + 1, out.wire)
+        frame = encode_frame(self.node_id, clock, out.wire)
         delay = self.injector.extra_delay_on_send(now, self.node_id, out.dst)
         if delay:
             self.event("delay", dst=out.dst, ticks=delay)
@@ -327,9 +330,10 @@ class LiveNode(StepMachine):
             self._nursery = nursery
             nursery.start_soon(self._stop_on_sigterm, nursery.cancel_scope)
             nursery.start_soon(self._write_counts_periodically)
+            booted_at = 0 if self.cfg.incarnation == 0 else self.now
             for crash in self.plan.crashes:
                 if crash.node == self.node_id:
-                    nursery.start_soon(self._arm_at, crash)
+                    nursery.start_soon(self._arm_at, crash, booted_at)
             self.boot()
             while True:
                 try:
@@ -338,12 +342,12 @@ class LiveNode(StepMachine):
                     continue
                 self.on_datagram(data, address)
 
-    async def _arm_at(self, crash: Crash) -> None:
-        # A crash whose tick passed while this node was down is not armed, as
-        # in the simulator (it arms a crash only at its tick, on a live node).
-        if crash.tick < self.now:
+    async def _arm_at(self, crash: Crash, booted_at: int) -> None:
+        # A crash whose tick passed before this life began is not armed, as in
+        # the simulator (it arms a crash only at its tick, on a live node).
+        if crash.tick < booted_at:
             return
-        await trio.sleep(self._seconds(crash.tick - self.now))
+        await trio.sleep(max(0.0, self._seconds(crash.tick - self.now)))
         if self.host.up:
             self.injector.arm(crash)
 
