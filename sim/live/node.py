@@ -9,10 +9,11 @@ sees only itself: it writes its own line (sim/live/nodelog.py) and leaves
 the spec's global state to the supervisor's merge.
 
 Each atomic step is carried out in the order a crash can observe: persists
-are written and fsynced, sends leave as datagrams (one `sendto` each, done
-before the step returns), then the step's trace line is written, then the
+are written and fsynced, then the step's trace line is written, then its
+datagrams leave (one `sendto` each, done before the step returns), then the
 fault plan may kill the node. So a SIGKILL after step N finds every effect of
-steps 1..N done and logged, and none of step N+1.
+steps 1..N done and logged, and none of step N+1; and a receipt is never
+logged before the line of the step that sent it.
 
 The nemesis acts in the sender's transport, from the plan's windows and
 partitions through the simulator's `FaultInjector`: a lost message is not
@@ -107,6 +108,7 @@ class LiveNode(StepMachine):
         self._last_log: tuple[Any, ...] | None = None
         self._step_sent: list[Hashable] = []
         self._receiving: Hashable | None = None
+        self._outbox: list[tuple[bytes, str]] = []  # datagrams of the step being taken
         self._nursery: trio.Nursery | None = None
         if self.disk.torn_bytes:
             self.event("torn-record", bytes=self.disk.torn_bytes)
@@ -164,6 +166,11 @@ class LiveNode(StepMachine):
             fields["recv"] = self._receiving
             self._receiving = None
         self.log.write(**fields)
+        # Datagrams leave only once the line that sends them is written, so no
+        # receipt is ever logged before its send (a kill in between is a loss).
+        outbox, self._outbox = self._outbox, []
+        for frame, dst in outbox:
+            self._sendto(frame, dst)
         self.steps += 1
         self.last_tick = fields["ts"]
 
@@ -204,7 +211,7 @@ class LiveNode(StepMachine):
             self.event("delay", dst=out.dst, ticks=delay)
             self._spawn(self._send_later, frame, out.dst, delay)
             return
-        self._sendto(frame, out.dst)
+        self._outbox.append((frame, out.dst))
 
     def _sendto(self, frame: bytes, dst: str) -> None:
         try:

@@ -335,8 +335,15 @@ class Supervisor:
 
     def _workload_done(self) -> bool:
         """Whether the state merged from what the nodes logged so far is finished."""
-        lines = causal_order(read_node_logs(self.run_dir, self.node_ids))
-        merged = write_merged(self.protocol, self.config, lines, io.BytesIO(), self._header())
+        try:
+            lines = causal_order(read_node_logs(self.run_dir, self.node_ids))
+            merged = write_merged(self.protocol, self.config, lines, io.BytesIO(), self._header())
+        except InternalError:
+            # The files are read one after another while the nodes run, so a
+            # receipt may be read without the line that sent it (read a moment
+            # before it was written): not a consistent cut, and not done yet.
+            # The final merge, of stopped nodes, raises such errors.
+            return False
         return merged.failure is not None or merged.unfinished is None
 
     def _merge(self) -> MergedRun:
