@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -55,7 +56,7 @@ def read_node_logs(run_dir: Path, node_ids: Sequence[str]) -> dict[str, list[Nod
 def causal_order(logs: Mapping[str, Sequence[NodeLine]]) -> list[NodeLine]:
     """Every line, ordered by Lamport clock, then node, then position in its file."""
     for node, lines in logs.items():
-        for before, after in zip(lines, lines[1:], strict=False):
+        for before, after in pairwise(lines):
             if after.clock <= before.clock:
                 raise InternalError(
                     f"{node}'s trace line {after.number} has clock {after.clock}, not after "

@@ -48,7 +48,7 @@ import trio
 
 from faults.plan import Crash, FaultPlan
 from protocols import get_protocol
-from protocols.base import Receive, Recover, Send, SetTimer, Start, Timeout, Trace
+from protocols.base import Receive, Send, SetTimer, Start, Timeout, Trace
 from protocols.errors import InternalError, TlasimError
 from sim.kernel.host import NodeHost
 from sim.kernel.injector import FaultInjector
