@@ -45,7 +45,28 @@ class NodeConfig:
         if type(data) is not dict or set(data) != names:
             raise ConfigError(f"{path}: a node config must have exactly the fields "
                               f"{', '.join(sorted(names))}")
-        return cls(**data)
+        config = cls(**data)
+        config.check(str(path))
+        return config
+
+    def check(self, where: str) -> None:
+        """Each field of the kind it must be, or ConfigError naming it."""
+        kinds: dict[str, tuple[type, ...]] = {
+            "protocol": (str,), "seed": (int,), "bug": (str, type(None)), "overrides": (dict,),
+            "node": (str,), "incarnation": (int,), "tick_ms": (int, float), "epoch": (int, float),
+            "peers": (dict,), "sock_fd": (int,), "run_dir": (str,), "plan": (dict,),
+        }
+        for name, allowed in kinds.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, allowed):
+                raise ConfigError(f"{where}: {name}={value!r:.60} has the wrong type")
+        if self.incarnation < 0 or self.seed < 0 or not self.tick_ms > 0:
+            raise ConfigError(f"{where}: incarnation and seed must be at least 0, tick_ms above 0")
+        if self.node not in self.peers:
+            raise ConfigError(f"{where}: peers must name this node, {self.node}, and its port")
+        for name, port in self.peers.items():
+            if type(port) is not int or not 0 < port < 65536:
+                raise ConfigError(f"{where}: peers[{name!r}]={port!r:.40} is not a port")
 
     def file(self, suffix: str) -> Path:
         """This node's file of one kind: `.log`, `.trace` or `.events`."""

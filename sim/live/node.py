@@ -49,7 +49,7 @@ import trio
 from faults.plan import Crash, FaultPlan
 from protocols import get_protocol
 from protocols.base import Receive, Send, SetTimer, Start, Timeout, Trace
-from protocols.errors import InternalError, TlasimError
+from protocols.errors import ConfigError, InternalError, TlasimError
 from sim.kernel.host import NodeHost
 from sim.kernel.injector import FaultInjector
 from sim.kernel.rng import split
@@ -372,20 +372,39 @@ class LiveNode(StepMachine):
                 return
 
 
+def open_socket(cfg: NodeConfig) -> socket.socket:
+    """The node's UDP socket: inherited (`sock_fd`), or bound here when it is -1."""
+    if cfg.sock_fd >= 0:
+        sock = socket.socket(fileno=cfg.sock_fd)
+    else:
+        port = cfg.peers[cfg.node]
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError as exc:
+            sock.close()
+            raise ConfigError(f"cannot bind {LOOPBACK}:{port}: {exc.strerror}") from None
+    sock.setblocking(False)
+    return sock
+
+
 def run_node(config_path: Path) -> int:
     cfg = NodeConfig.read(config_path)
-    sock = socket.socket(fileno=cfg.sock_fd)
-    sock.setblocking(False)
-    node = LiveNode(cfg, sock)
+    node = LiveNode(cfg, open_socket(cfg))
     if cfg.incarnation == 0:
-        # Say ready, then wait for the shared tick 0 ("go EPOCH"): every first
-        # boot is then at the same moment, whatever each process took to start.
+        # Say ready, then wait for the shared tick 0 ("go EPOCH", a
+        # time.monotonic() value; a bare "go" means now): every first boot is
+        # then at the same moment, whatever each process took to start.
         print("ready", flush=True)
         words = sys.stdin.readline().split()
-        if len(words) != 2 or words[0] != "go":
+        if not words or words[0] != "go" or len(words) > 2:
             return 0  # the supervisor gave up before the run began
-        node.cfg = replace(cfg, epoch=float(words[1]))
-        time.sleep(max(0.0, node.cfg.epoch - time.monotonic()))
+        try:
+            epoch = float(words[1]) if len(words) == 2 else time.monotonic()
+        except ValueError:
+            raise ConfigError(f"go {words[1]!r}: the epoch must be a number") from None
+        node.cfg = replace(cfg, epoch=epoch)
+        time.sleep(max(0.0, min(1.0, epoch - time.monotonic())))
     trio.run(node.serve)
     return 0
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import random
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import msgpack
 
-from sim.live.config import LOOPBACK
+from faults.plan import NO_FAULTS_PLAN
+from sim.live.config import LOOPBACK, NodeConfig
 from sim.live.disk import encode_record
 from sim.live.nodelog import read_node_log
 from tests.live.one_node import OneNode
@@ -119,3 +122,32 @@ def test_a_node_killed_mid_write_restarts_from_its_whole_records(tmp_path: Path)
     assert [line.action for line in lines[:2]] == ["RMCrash", "RMRecover"]
     assert lines[0].view["rmState"]["t1"] == "prepared" and not lines[0].up
     assert any(e["kind"] == "torn-record" for e in node.events())
+
+
+def test_a_node_that_cannot_bind_its_port_says_so_and_exits_2(tmp_path: Path) -> None:
+    taken = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    taken.bind((LOOPBACK, 0))
+    port = taken.getsockname()[1]
+    try:
+        config = NodeConfig(
+            protocol="twopc", seed=0, bug=None, overrides={}, node="tm", incarnation=0,
+            tick_ms=5.0, epoch=0.0, peers={"tm": port, "r1": 9, "r2": 10, "r3": 11},
+            sock_fd=-1, run_dir=str(tmp_path), plan=NO_FAULTS_PLAN.to_dict(),
+        )
+        path = tmp_path / "tm.json"
+        config.write(path)
+        done = subprocess.run([sys.executable, "-m", "sim.live.node", str(path)],
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        taken.close()
+    assert done.returncode == 2
+    assert f"cannot bind 127.0.0.1:{port}" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_node_config_of_the_wrong_shape_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text('{"protocol": "twopc"}')
+    done = subprocess.run([sys.executable, "-m", "sim.live.node", str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "exactly the fields" in done.stderr
