@@ -84,7 +84,7 @@ def row(protocol: str) -> Row:
         ).run()
         live_steps = read_trace(live.trace_path).steps
         live_latency = commit_latency_ms(live_steps)
-        live_ticks = max(step.ts or 0 for step in live_steps)
+        live_ticks = live.merged.last_tick
         trace = Path(scratch) / "sim.ndjson"
         started = time.perf_counter()
         run_seed(protocol, 0, options=SimOptions(faults=NO_FAULTS_PLAN))

@@ -112,7 +112,8 @@ def report(result: LiveResult) -> int:
         outcome, code = "liveness", exitcodes.LIVENESS
     out.print(
         f"result={outcome} steps={merged.steps} stopped_by={result.stopped_by} "
-        f"seconds={result.seconds:.2f} sent={result.messages_sent} "
+        f"seconds={result.seconds:.2f} busy_seconds={result.busy_seconds:.2f} "
+        f"sent={result.messages_sent} "
         f"msgs/s={result.messages_per_second:.0f} restarts={restarts}",
         markup=False,
     )

@@ -40,6 +40,7 @@ class MergedRun:
     failure: str | None  # the first safety property the oracle found broken
     failing_step: int | None  # the seq of the line after which it broke
     unfinished: str | None  # the liveness oracle's view of the last state
+    last_tick: int  # the latest tick of any line: how long the nodes worked
     network_variables: tuple[str, ...]  # left out of every line after Init
     last_vars: Mapping[str, Any]
 
@@ -148,7 +149,7 @@ def write_merged(
         "constants": to_json(protocol.spec_constants(config), "constants"),
         "variables": dict(protocol.variable_types),
     })
-    result = MergedRun(0, None, None, None, merger.network, merger.init_vars)
+    result = MergedRun(0, None, None, None, 0, merger.network, merger.init_vars)
 
     def emit(seq: int, ts: int, node: str | None, action: str, params: Mapping[str, Any],
              spec_vars: Mapping[str, Any], keep: Sequence[str]) -> None:
@@ -175,6 +176,7 @@ def write_merged(
         emit(seq, line.ts, line.node, line.action, line.params, spec_vars, kept)
     writer.close()
     result.steps = len(lines)
+    result.last_tick = max((line.ts for line in lines), default=0)
     result.last_vars = spec_vars
     result.unfinished = merger.oracle.check_liveness(spec_vars)
     return result

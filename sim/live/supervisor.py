@@ -85,16 +85,24 @@ class LiveResult:
     merged: MergedRun
     trace_path: Path
     run_dir: Path
-    seconds: float  # from tick 0 to the stop
+    seconds: float  # from tick 0 to the stop, when the supervisor noticed the work done
     stopped_by: str  # "done", "deadline" or "timeout"
     incarnations: dict[str, int]
     events: Counter[str] = field(default_factory=Counter)  # faults fired, by kind
     dropped: Counter[str] = field(default_factory=Counter)  # datagrams dropped, by reason
     messages_sent: int = 0
 
+    tick_ms: float = 0.0
+
+    @property
+    def busy_seconds(self) -> float:
+        """From tick 0 to the last step any node took."""
+        return self.merged.last_tick * self.tick_ms / 1000.0
+
     @property
     def messages_per_second(self) -> float:
-        return self.messages_sent / self.seconds if self.seconds > 0 else 0.0
+        busy = self.busy_seconds
+        return self.messages_sent / busy if busy > 0 else 0.0
 
 
 def live_protocol(name: str) -> ProtocolDefinition:
@@ -320,6 +328,7 @@ class Supervisor:
             merged=merged, trace_path=self.trace_path, run_dir=self.run_dir,
             seconds=seconds, stopped_by=stopped_by,
             incarnations={n: e.incarnation + 1 for n, e in self.nodes.items()},
+            tick_ms=self.options.tick_ms,
         )
         self._count(result)
         return result
