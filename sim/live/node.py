@@ -335,7 +335,9 @@ class LiveNode(StepMachine):
         sock = trio.socket.from_stdlib_socket(self.sock)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            nursery.start_soon(self._stop_on_sigterm, nursery.cancel_scope)
+            # SIGTERM is caught before the node's first step, so a stop never
+            # finds a node between a step's line and its datagrams.
+            await nursery.start(self._stop_on_sigterm, nursery.cancel_scope)
             nursery.start_soon(self._write_counts_periodically)
             booted_at = 0 if self.cfg.incarnation == 0 else self.now
             for crash in self.plan.crashes:
@@ -363,8 +365,11 @@ class LiveNode(StepMachine):
             await trio.sleep(COUNTS_PERIOD_S)
             self.write_counts()
 
-    async def _stop_on_sigterm(self, scope: trio.CancelScope) -> None:
+    async def _stop_on_sigterm(
+        self, scope: trio.CancelScope, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         with trio.open_signal_receiver(signal.SIGTERM) as signals:
+            task_status.started()
             async for _ in signals:
                 self.write_counts()
                 self.event("stopped")
