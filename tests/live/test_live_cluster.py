@@ -31,10 +31,6 @@ def run(tmp_path: Path, protocol: str, plan: FaultPlan, *, bug: str | None = Non
     ).run()
 
 
-def crash_tm_after(step: int) -> FaultPlan:
-    return FaultPlan(crashes=(Crash("tm", 0, 10, step),), heal_tick=100)
-
-
 def test_twopc_cluster_with_sigkills_and_restarts_is_a_behaviour_of_the_spec(
     tmp_path: Path,
 ) -> None:
@@ -56,21 +52,32 @@ def test_twopc_cluster_with_sigkills_and_restarts_is_a_behaviour_of_the_spec(
     assert verdict.accepted, verdict.summary()
 
 
+# Each bug with the options and the crash that expose it: the crash strikes
+# after a step counted from tick 0, so which step it follows is fixed.
+# commit-before-durable: the TM is killed after sending Commit, before its
+# decision is fsynced; tm-forgets-decision: after the durable decision;
+# ack-before-persist: the receiver after acking its first chunk, unsynced
+# (no client reads at the receiver, so its steps are the join, then chunks).
+BUG_RUNS = [
+    ("twopc", "commit-before-durable", ONE_TX, Crash("tm", 0, 10, 6)),
+    ("twopc", "tm-forgets-decision", ONE_TX, Crash("tm", 0, 10, 7)),
+    ("snapshot", "ack-before-persist", {"get_ratio": 0.0}, Crash("rcv", 0, 10, 2)),
+]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(("bug", "step"), [("commit-before-durable", 6),
-                                          ("tm-forgets-decision", 7)])
-def test_twopc_bug_exposed_by_a_sigkill_is_rejected_and_the_correct_code_is_not(
-    tmp_path: Path, bug: str, step: int,
+@pytest.mark.parametrize(("protocol", "bug", "overrides", "crash"), BUG_RUNS,
+                         ids=[bug for _, bug, _, _ in BUG_RUNS])
+def test_bug_exposed_by_a_sigkill_is_rejected_and_the_correct_code_is_not(
+    tmp_path: Path, protocol: str, bug: str, overrides: dict[str, object], crash: Crash,
 ) -> None:
-    # commit-before-durable: killed after sending Commit, before the decision
-    # is fsynced. tm-forgets-decision: killed after the durable decision.
-    plan = crash_tm_after(step)
-    buggy = run(tmp_path / "bug", "twopc", plan, bug=bug, overrides=ONE_TX)
+    plan = FaultPlan(crashes=(crash,), heal_tick=200)
+    buggy = run(tmp_path / "bug", protocol, plan, bug=bug, overrides=overrides)
     assert buggy.events["crash"] == 1
     assert buggy.merged.failure is not None
     verdict = validate_trace(buggy.trace_path, explain=False)
     assert not verdict.accepted
-    correct = run(tmp_path / "correct", "twopc", plan, overrides=ONE_TX)
+    correct = run(tmp_path / "correct", protocol, plan, overrides=overrides)
     assert correct.events["crash"] == 1
     assert correct.merged.failure is None and correct.merged.unfinished is None
     assert validate_trace(correct.trace_path, explain=False).accepted
