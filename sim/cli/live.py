@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import click
@@ -24,8 +23,6 @@ from sim.cli.support import (
 from sim.live.supervisor import LiveOptions, LiveResult, Supervisor
 from tracing.codec import TraceFormat
 from tracing.printable import printable
-
-DEFAULT_DIR = Path(".tlasim/live")
 
 
 @click.command("live", epilog=exit_code_help())
@@ -75,8 +72,6 @@ def live_command(
     if plan_path is not None and fault_mode != "swarm":
         raise ConfigError("--plan and --faults cannot be given together")
     refuse_overwrite({"--out": trace_path}, {"--plan": plan_path})
-    if run_dir is None:
-        run_dir = DEFAULT_DIR / f"{protocol}-seed{seed}-{time.strftime('%Y%m%d-%H%M%S')}"
     supervisor = Supervisor(
         protocol, seed, bug=bug,
         overrides=parse_assignments(protocol_overrides, "--set"),
@@ -86,7 +81,8 @@ def live_command(
         run_dir=run_dir, trace_path=trace_path,
     )
     print_options(supervisor.options_record())
-    out.print(f"nodes={','.join(supervisor.node_ids)} dir={printable(run_dir)}", markup=False)
+    out.print(f"nodes={','.join(supervisor.node_ids)} dir={printable(supervisor.run_dir)}",
+              markup=False)
     result = supervisor.run()
     code = report(result)
     if not no_validate:

@@ -201,8 +201,12 @@ class LiveNode(StepMachine):
     def _transmit(self, out: Outgoing, clock: int) -> None:
         """Send one copy now, later, or never, as the fault plan says."""
         now = self.now
-        if self.injector.lose_on_delivery(now, self.node_id, out.dst):
-            self.event("loss", dst=out.dst)
+        cut = any(p.start <= now < p.end and p.cuts(self.node_id, out.dst)
+                  for p in self.plan.partitions)
+        # The injector looks at partitions before it draws from a loss window,
+        # so asking it only when no partition cuts the link draws the same.
+        if cut or self.injector.lose_on_delivery(now, self.node_id, out.dst):
+            self.event("partition" if cut else "loss", dst=out.dst)
             self._spawn(self._log_loss, out)
             return
         frame = encode_frame(self.node_id, clock, out.wire)

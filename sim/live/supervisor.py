@@ -26,6 +26,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from sim.live.wire import MAX_FRAME_BYTES
 from sim.run.runner import TOOL_VERSION
 from tracing.codec import TraceFormat
 
+DEFAULT_DIR = Path(".tlasim/live")  # where a run's folder goes unless one is given
 # How long the nodes may take to import and say ready (seconds): generous,
 # because a two-core machine starts nine Python processes in turn.
 READY_TIMEOUT_S = 120.0
@@ -105,6 +107,13 @@ class LiveResult:
         return self.messages_sent / busy if busy > 0 else 0.0
 
 
+def new_run_dir(protocol: str, seed: int) -> Path:
+    """A fresh folder under DEFAULT_DIR, unique even for runs started in one second."""
+    DEFAULT_DIR.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path(tempfile.mkdtemp(prefix=f"{protocol}-seed{seed}-{stamp}-", dir=DEFAULT_DIR))
+
+
 def live_protocol(name: str) -> ProtocolDefinition:
     """The protocol, if its nodes exchange messages (else live has nothing to run)."""
     protocol = get_protocol(name)
@@ -137,7 +146,7 @@ class Supervisor:
         overrides: dict[str, Any] | None = None,
         plan: FaultPlan | None = None,
         options: LiveOptions | None = None,
-        run_dir: Path,
+        run_dir: Path | None = None,
         trace_path: Path | None = None,
     ) -> None:
         self.protocol = live_protocol(protocol_name)
@@ -157,7 +166,9 @@ class Supervisor:
         )
         self.plan.check_wellformed()
         self.plan.check_recoverable(self.node_ids, crash_nodes=crash_nodes)
-        if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+        if run_dir is None:
+            run_dir = new_run_dir(self.protocol.name, seed)
+        elif run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
             raise ConfigError(f"--dir {run_dir}: exists and is not an empty folder")
         self.run_dir = run_dir
         self.trace_path = trace_path or run_dir / f"merged.{self.options.trace_format}"
@@ -371,8 +382,8 @@ class Supervisor:
                 kind = event.get("kind")
                 if kind == "dropped" and isinstance(event.get("counts"), dict):
                     last_counts[event.get("incarnation", -1)] = event["counts"]
-                elif kind in ("crash", "loss", "duplicate", "delay", "send-dropped",
-                              "torn-record"):
+                elif kind in ("crash", "loss", "partition", "duplicate", "delay",
+                              "send-dropped", "torn-record"):
                     result.events[str(kind)] += 1
             for counts in last_counts.values():
                 result.dropped.update({str(k): int(v) for k, v in counts.items()})

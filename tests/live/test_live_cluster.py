@@ -46,6 +46,7 @@ def test_twopc_cluster_with_sigkills_and_restarts_is_a_behaviour_of_the_spec(
     assert result.merged.unfinished is None, result.stopped_by
     assert result.incarnations["tm"] == 2 and result.incarnations["r2"] == 2
     assert result.events["crash"] == 2
+    assert {"loss", "duplicate", "delay"} <= set(result.events)
     assert not result.dropped
     assert result.merged.network_variables == ("msgs",)
     verdict = validate_trace(result.trace_path, explain=False)
