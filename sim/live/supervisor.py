@@ -300,9 +300,9 @@ class Supervisor:
 
     def run(self) -> LiveResult:
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._bind_sockets()
         stopped_by = "timeout"
         try:
+            self._bind_sockets()
             self._start_all()
             deadline = self.epoch + self.deadline_ticks() * self.options.tick_ms / 1000.0
             give_up = self.epoch + self.options.timeout_s
