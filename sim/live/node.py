@@ -32,7 +32,6 @@ file.
 from __future__ import annotations
 
 import copy
-import json
 import os
 import signal
 import socket
@@ -56,6 +55,7 @@ from sim.kernel.rng import split
 from sim.kernel.stepping import NET_NODE, StepMachine
 from sim.live.config import LOOPBACK, NodeConfig
 from sim.live.disk import FileDisk
+from sim.live.events import EventLog
 from sim.live.nodelog import NodeLog
 from sim.live.wire import MAX_FRAME_BYTES, BadFrame, decode_frame, encode_frame
 from tracing.values import Record
@@ -100,9 +100,7 @@ class LiveNode(StepMachine):
         self.peer_by_port = {port: node for node, port in cfg.peers.items()}
         self.dropped: Counter[str] = Counter()
         self._counts_written: dict[str, int] = {}
-        self._events_fd = os.open(
-            cfg.file(".events"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600
-        )
+        self._events = EventLog(cfg.file(".events"), cfg.incarnation)
         self._timer_generation = 0
         self._pinned_now: int | None = None
         self._last_log: tuple[Any, ...] | None = None
@@ -128,8 +126,7 @@ class LiveNode(StepMachine):
     # ---- the events file: faults that fired, datagrams dropped ----
 
     def event(self, kind: str, **fields: Any) -> None:
-        line = {"incarnation": self.cfg.incarnation, "kind": kind, "ts": self.now, **fields}
-        os.write(self._events_fd, (json.dumps(line, sort_keys=True) + "\n").encode())
+        self._events.write(kind, self.now, **fields)
 
     def drop(self, reason: str) -> None:
         self.dropped[reason] += 1

@@ -19,7 +19,6 @@ merged state says the workload is done (or at the liveness deadline, or
 from __future__ import annotations
 
 import io
-import json
 import os
 import selectors
 import signal
@@ -41,6 +40,7 @@ from protocols.errors import ConfigError, InternalError
 from sim.drift.revision import source_revision
 from sim.kernel.rng import split
 from sim.live.config import LOOPBACK, NodeConfig
+from sim.live.events import EventTotals, last_crash
 from sim.live.merge import MergedRun, causal_order, read_node_logs, write_merged
 from sim.live.wire import MAX_FRAME_BYTES
 from sim.run.runner import TOOL_VERSION
@@ -269,7 +269,7 @@ class Supervisor:
         if process.stdout is not None:
             process.stdout.close()
         entry.process = None
-        crash = _last_crash(self.run_dir / f"{entry.node}.events", entry.incarnation)
+        crash = last_crash(self.run_dir / f"{entry.node}.events", entry.incarnation)
         if code != -signal.SIGKILL or crash is None:
             raise InternalError(
                 f"node {entry.node} exited with code {code} unasked: "
@@ -376,17 +376,9 @@ class Supervisor:
             )
 
     def _count(self, result: LiveResult) -> None:
+        totals = EventTotals(result.events, result.dropped)
         for node in self.node_ids:
-            last_counts: dict[int, dict[str, int]] = {}
-            for event in _events(self.run_dir / f"{node}.events"):
-                kind = event.get("kind")
-                if kind == "dropped" and isinstance(event.get("counts"), dict):
-                    last_counts[event.get("incarnation", -1)] = event["counts"]
-                elif kind in ("crash", "loss", "partition", "duplicate", "delay",
-                              "send-dropped", "torn-record"):
-                    result.events[str(kind)] += 1
-            for counts in last_counts.values():
-                result.dropped.update({str(k): int(v) for k, v in counts.items()})
+            totals.add(self.run_dir / f"{node}.events")
         logs = read_node_logs(self.run_dir, self.node_ids)
         result.messages_sent = sum(len(line.sent) for lines in logs.values() for line in lines)
 
@@ -398,25 +390,3 @@ def _read_line(stream: IO[bytes], give_up: float) -> str:
         if not selector.select(max(0.0, give_up - time.monotonic())):
             return ""
     return stream.readline(MAX_FRAME_BYTES).decode(errors="replace").strip()
-
-
-def _events(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    events = []
-    for raw in path.read_bytes().split(b"\n")[:-1]:
-        try:
-            event = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-    return events
-
-
-def _last_crash(path: Path, incarnation: int) -> dict[str, Any] | None:
-    crashes = [
-        e for e in _events(path)
-        if e.get("kind") == "crash" and e.get("incarnation") == incarnation
-    ]
-    return crashes[-1] if crashes else None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import select
 import signal
 import socket
@@ -14,6 +13,7 @@ from typing import Any
 
 from faults.plan import NO_FAULTS_PLAN
 from sim.live.config import LOOPBACK, NodeConfig
+from sim.live.events import EventTotals, read_events
 from sim.live.wire import MAX_FRAME_BYTES, Frame, decode_frame, encode_frame
 
 
@@ -75,18 +75,12 @@ class OneNode:
 
     def dropped(self) -> dict[str, int]:
         """The node's latest drop counts, from its events file."""
-        path = self.run_dir / f"{self.node}.events"
-        counts: dict[str, int] = {}
-        if path.exists():
-            for raw in path.read_text().splitlines():
-                event = json.loads(raw)
-                if event["kind"] == "dropped":
-                    counts = event["counts"]
-        return counts
+        totals = EventTotals()
+        totals.add(self.run_dir / f"{self.node}.events")
+        return dict(totals.dropped)
 
     def events(self) -> list[dict[str, Any]]:
-        path = self.run_dir / f"{self.node}.events"
-        return [json.loads(raw) for raw in path.read_text().splitlines()] if path.exists() else []
+        return read_events(self.run_dir / f"{self.node}.events")
 
     def stop(self) -> int:
         if self.process.poll() is None:
