@@ -30,7 +30,8 @@ demo: $(STAMP)
 # sweeps) run at the bounded counts CI can afford. test-quick leaves them out
 # for local work. One worker per core; a test file stays on one worker, so
 # the caches its tests share (a bug variant's first failing seed, say) hold.
-PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadfile
+# TLASIM_BROWSER=required: the browser tests fail, not skip, without Chromium.
+PYTEST := TLASIM_BROWSER=required $(BIN)/python -m pytest -q -n auto --dist loadfile
 
 test: $(STAMP) $(CHROMIUM)
 	$(PYTEST)

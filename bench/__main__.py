@@ -11,6 +11,7 @@ from bench import (
     explore,
     kernel,
     linearizability,
+    live,
     refinement,
     report,
     validation,
@@ -81,6 +82,24 @@ def main() -> None:
     console.print(table)
 
     linearizability_tables(console)
+    live_table(console)
+
+
+def live_table(console: Console) -> None:
+    table = Table(title=f"Live cluster on loopback ({live.TICK_MS:g} ms per tick) beside the "
+                        "simulator, same workload, no faults")
+    for column in ("protocol", "live msgs", "live s", "live msgs/s", "sim msgs/s (wall)",
+                   "sim msgs/s (sim time)", "live / sim time", "commit ms live", "commit ms sim"):
+        table.add_column(column)
+    for r in live.run():
+        table.add_row(
+            r.protocol, str(r.live_messages), f"{r.live_seconds:.2f}", f"{r.live_rate:,.0f}",
+            f"{r.sim_wall_rate:,.0f}", f"{r.sim_time_rate:,.0f}",
+            f"{r.live_rate / r.sim_time_rate:.2f}x",
+            "-" if r.live_commit_ms is None else f"{r.live_commit_ms:.1f}",
+            "-" if r.sim_commit_ms is None else f"{r.sim_commit_ms:.1f}",
+        )
+    console.print(table)
 
 
 def explore_table(console: Console) -> None:

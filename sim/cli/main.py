@@ -22,6 +22,7 @@ from sim.cli.corpus import corpus
 from sim.cli.drift import drift
 from sim.cli.explore import explore_command
 from sim.cli.interchange import export
+from sim.cli.live import live_command
 from sim.cli.repro import failures, repro
 from sim.cli.show import report, show
 from sim.cli.support import (
@@ -265,6 +266,6 @@ def check_specs(names: tuple[str, ...], manifest: Path | None, jobs: int) -> Non
 
 for command in (
     campaign, repro, failures, search, shrink, validate, export, corpus, drift, explore_command,
-    show, report,
+    show, report, live_command,
 ):
     main.add_command(command)

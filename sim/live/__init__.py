@@ -1,0 +1,1 @@
+"""The live runtime: the unchanged sans-IO cores as OS processes on trio (docs/live.md)."""

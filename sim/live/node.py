@@ -1,0 +1,430 @@
+"""One live node: a protocol core in its own process, on trio, over UDP on loopback.
+
+Theory of operation: `LiveNode` is a `StepMachine` (sim/kernel/stepping.py)
+whose hooks are real: a send is a datagram, a timer is a trio sleep of
+`delay * tick_ms`, a persist goes to a `FileDisk`, and a crash is a SIGKILL
+the node sends itself after the step the fault plan names. The effect loop
+itself is the simulator's, unchanged; only `record` differs, because a node
+sees only itself: it writes its own line (sim/live/nodelog.py) and leaves
+the spec's global state to the supervisor's merge.
+
+Each atomic step is carried out in the order a crash can observe: persists
+are written and fsynced, then the step's trace line is written, then its
+datagrams leave (one `sendto` each, done before the step returns), then the
+fault plan may kill the node. So a SIGKILL after step N finds every effect of
+steps 1..N done and logged, and none of step N+1; and a receipt is never
+logged before the line of the step that sent it.
+
+The nemesis acts in the sender's transport, from the plan's windows and
+partitions through the simulator's `FaultInjector`: a lost message is not
+sent and gets a `NetLose` line, a duplicate is sent twice with a
+`NetDuplicate` line, a delayed one leaves later. Every fault that fires is
+written to the node's events file.
+
+Every datagram is checked before the core sees it: from a known peer's
+address, a well-formed frame (sim/live/wire.py), a message the protocol
+decodes, and one the core can handle (tried first on a copy of the core, so
+that a hostile message that would make a handler raise leaves the node as it
+was). Anything else is dropped and counted, and the counts go to the events
+file.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import socket
+import sys
+import time
+from collections import Counter
+from collections.abc import Hashable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from faults.plan import Crash, FaultPlan
+from protocols import get_protocol
+from protocols.base import Receive, Send, SetTimer, Start, Timeout, Trace
+from protocols.errors import ConfigError, InternalError, TlasimError
+from sim.kernel.host import NodeHost
+from sim.kernel.injector import FaultInjector
+from sim.kernel.rng import split
+from sim.kernel.stepping import NET_NODE, StepMachine
+from sim.live.config import LOOPBACK, NodeConfig
+from sim.live.disk import FileDisk
+from sim.live.events import EventLog
+from sim.live.nodelog import NodeLog
+from sim.live.wire import MAX_FRAME_BYTES, BadFrame, decode_frame, encode_frame
+from tracing.values import Record
+
+# How often a node writes its drop counts to its events file (seconds): a
+# flood of bad datagrams costs one line per period, not one per datagram.
+COUNTS_PERIOD_S = 0.2
+
+
+class Outgoing:
+    """A message on its way out: its wire form, spec record and destination."""
+
+    __slots__ = ("dst", "record", "wire")
+
+    def __init__(self, dst: str, wire: Any, record: Hashable) -> None:
+        self.dst = dst
+        self.wire = wire
+        self.record = record
+
+
+class LiveNode(StepMachine):
+    def __init__(self, cfg: NodeConfig, sock: socket.socket) -> None:
+        protocol = get_protocol(cfg.protocol)
+        options = protocol.make_options(cfg.overrides)
+        config = protocol.configure(options, cfg.bug, split(cfg.seed).workload)
+        super().__init__(protocol, config, protocol.make_oracle(config), emitter=None)
+        if cfg.node not in self.hosts:
+            raise InternalError(f"{cfg.node} is not a node of this {protocol.name} run")
+        self.cfg = cfg
+        self.node_id = cfg.node
+        # A node process hosts its own core only; the others live elsewhere.
+        self.host: NodeHost = self.hosts[cfg.node]
+        self.hosts = {cfg.node: self.host}
+        self.disk = FileDisk(cfg.file(".log"))
+        self.host.disk = self.disk
+        self.log = NodeLog(cfg.file(".trace"))
+        self.clock = self.log.last_clock
+        self.plan = FaultPlan.from_dict(cfg.plan, "the run's fault plan")
+        self.injector = FaultInjector(self.plan)
+        self.sock = sock
+        self.addresses = {node: (LOOPBACK, port) for node, port in cfg.peers.items()}
+        self.peer_by_port = {port: node for node, port in cfg.peers.items()}
+        self.dropped: Counter[str] = Counter()
+        self._counts_written: dict[str, int] = {}
+        self._events = EventLog(cfg.file(".events"), cfg.incarnation)
+        self._timer_generation = 0
+        self._pinned_now: int | None = None
+        self._last_log: tuple[Any, ...] | None = None
+        self._step_sent: list[Hashable] = []
+        self._receiving: Hashable | None = None
+        self._outbox: list[tuple[bytes, str]] = []  # datagrams of the step being taken
+        self._nursery: trio.Nursery | None = None
+        if self.disk.torn_bytes:
+            self.event("torn-record", bytes=self.disk.torn_bytes)
+
+    # ---- time ----
+
+    @property
+    def now(self) -> int:
+        if self._pinned_now is not None:
+            return self._pinned_now
+        elapsed_ms = (time.monotonic() - self.cfg.epoch) * 1000.0
+        return max(0, int(elapsed_ms / self.cfg.tick_ms))
+
+    def _seconds(self, ticks: int) -> float:
+        return ticks * self.cfg.tick_ms / 1000.0
+
+    # ---- the events file: faults that fired, datagrams dropped ----
+
+    def event(self, kind: str, **fields: Any) -> None:
+        self._events.write(kind, self.now, **fields)
+
+    def drop(self, reason: str) -> None:
+        self.dropped[reason] += 1
+
+    def write_counts(self) -> None:
+        if dict(self.dropped) != self._counts_written:
+            self._counts_written = dict(self.dropped)
+            self.event("dropped", counts=self._counts_written)
+
+    # ---- the step machine's hooks ----
+
+    def record(self, node: str | None, action: str, params: Mapping[str, Any]) -> None:
+        """Write this node's line for the step just taken (see sim/live/nodelog.py)."""
+        self.clock += 1
+        host = self.host
+        fields: dict[str, Any] = {
+            "incarnation": self.cfg.incarnation,
+            "clock": self.clock,
+            "ts": self.now,
+            "node": node or self.node_id,
+            "action": action,
+            "params": params,
+            "view": host.view,
+            "up": host.up,
+        }
+        synced = host.disk.synced()
+        if synced is not self._last_log:
+            fields["log"] = synced
+            self._last_log = synced
+        if self._step_sent:
+            fields["sent"] = self._step_sent
+            self._step_sent = []
+        if self._receiving is not None:
+            fields["recv"] = self._receiving
+            self._receiving = None
+        self.log.write(**fields)
+        # Datagrams leave only once the line that sends them is written, so no
+        # receipt is ever logged before its send (a kill in between is a loss).
+        outbox, self._outbox = self._outbox, []
+        for frame, dst in outbox:
+            self._sendto(frame, dst)
+        self.steps += 1
+        self.last_tick = fields["ts"]
+
+    def _bag(self) -> Mapping[Hashable, int]:
+        raise InternalError("a live node does not know the network's contents")
+
+    def _send(self, host: NodeHost, send: Send) -> Outgoing | None:
+        out = Outgoing(
+            send.dst,
+            self.protocol.encode_message(send.msg),
+            Record(self.protocol.message_record(send.msg)),
+        )
+        self._step_sent.append(out.record)
+        duplicated = self.injector.duplicate_on_send(self.now, self.node_id, send.dst)
+        # This step's line takes the next clock, and a duplicate's line the one
+        # after: a copy carries the clock of the last line that put the message
+        # in flight, so that its receipt is ordered after both.
+        self._transmit(out, self.clock + (2 if duplicated else 1))
+        if duplicated:
+            self.event("duplicate", dst=send.dst)
+            return out
+        return None
+
+    def _add_duplicate(self, copy_: Outgoing) -> Mapping[str, Any]:
+        self._transmit(copy_, self.clock + 1)
+        return {"msg": copy_.record}
+
+    def _transmit(self, out: Outgoing, clock: int) -> None:
+        """Send one copy now, later, or never, as the fault plan says."""
+        now = self.now
+        cut = any(p.start <= now < p.end and p.cuts(self.node_id, out.dst)
+                  for p in self.plan.partitions)
+        # The injector looks at partitions before it draws from a loss window,
+        # so asking it only when no partition cuts the link draws the same.
+        if cut or self.injector.lose_on_delivery(now, self.node_id, out.dst):
+            self.event("partition" if cut else "loss", dst=out.dst)
+            self._spawn(self._log_loss, out)
+            return
+        frame = encode_frame(self.node_id, clock, out.wire)
+        delay = self.injector.extra_delay_on_send(now, self.node_id, out.dst)
+        if delay:
+            self.event("delay", dst=out.dst, ticks=delay)
+            self._spawn(self._send_later, frame, out.dst, delay)
+            return
+        self._outbox.append((frame, out.dst))
+
+    def _sendto(self, frame: bytes, dst: str) -> None:
+        try:
+            self.sock.sendto(frame, self.addresses[dst])
+        except (BlockingIOError, ConnectionRefusedError):
+            # A full socket buffer drops the datagram, as a network may.
+            self.event("send-dropped", dst=dst)
+
+    async def _send_later(self, frame: bytes, dst: str, delay: int) -> None:
+        await trio.sleep(self._seconds(delay))
+        self._sendto(frame, dst)
+
+    async def _log_loss(self, out: Outgoing) -> None:
+        action = self.net_action(self.protocol.net_lose_action)
+        self.record(NET_NODE, action, {"msg": out.record})
+
+    def _arm_timer(self, host: NodeHost, timer: SetTimer) -> None:
+        self._timer_generation += 1
+        host.timers[timer.name] = self._timer_generation
+        self._spawn(self._fire, timer.name, self._timer_generation, timer.delay)
+
+    async def _fire(self, name: str, generation: int, delay: int) -> None:
+        await trio.sleep(self._seconds(delay))
+        host = self.host
+        if host.up and host.timers.get(name) == generation:
+            del host.timers[name]
+            self.dispatch(host, Timeout(name))
+
+    def _crash_strikes(self, host: NodeHost) -> Crash | None:
+        crash = self.injector.crash_after_step(self.node_id, self.now)
+        if crash is not None:
+            # Every effect of the step is done and its line written: die now,
+            # with whatever is unsynced still in this process's memory.
+            self.event("crash", after_steps=crash.after_steps, tick=crash.tick,
+                       restart_ticks=crash.restart_ticks)
+            os.kill(os.getpid(), signal.SIGKILL)
+        return None
+
+    def _crashed(self, host: NodeHost, crash: Any, lost_records: int) -> None:
+        raise InternalError("a live node crashes by SIGKILL, never in process")
+
+    def _spawn(self, fn: Any, *args: Any) -> None:
+        if self._nursery is None:
+            raise InternalError("a live node sends and arms timers only while it serves")
+        self._nursery.start_soon(fn, *args)
+
+    # ---- booting ----
+
+    def boot(self) -> None:
+        """Start afresh, or, after a crash, log the crash and recover from the log."""
+        host = self.host
+        if self.cfg.incarnation == 0:
+            # Every node boots at tick 0, when the supervisor says go.
+            self._pinned_now = 0
+            try:
+                self.dispatch(host, Start())
+            finally:
+                self._pinned_now = None
+            return
+        # The crash is this node's next line: the state it recovers to, down.
+        recovered = self.protocol.make_core(self.config, self.node_id)
+        recovered.restore(self.disk.synced())
+        host.core = None
+        host.up = False
+        host.view = recovered.view()
+        action, params = self.protocol.crash_step(self.node_id)
+        self.record(self.node_id, action, params)
+        self.restart(host)
+
+    # ---- receiving ----
+
+    def on_datagram(self, data: bytes, address: Any) -> None:
+        """Hand a datagram's message to the core, or drop and count it."""
+        peer = self.peer_by_port.get(address[1]) if address[0] == LOOPBACK else None
+        if peer is None:
+            self.drop("unknown-sender")
+            return
+        try:
+            frame = decode_frame(data)
+        except BadFrame as bad:
+            self.drop("malformed" if bad.reason != "oversized" else "oversized")
+            return
+        if frame.src != peer:
+            self.drop("wrong-sender")
+            return
+        try:
+            msg = self.protocol.decode_message(frame.msg)
+            record = Record(self.protocol.message_record(msg))
+        except Exception:  # a hostile message may break a decoder in any way
+            self.drop("undecodable")
+            return
+        host = self.host
+        if not host.up or host.core is None:
+            self.drop("node-down")
+            return
+        now = self.now
+        self._pinned_now = now
+        try:
+            if not self._core_accepts(host, now, Receive(peer, msg)):
+                self.drop("refused-by-core")
+                return
+            self.clock = max(self.clock, frame.clock)
+            self._receiving = record
+            self.dispatch(host, Receive(peer, msg))
+        finally:
+            self._pinned_now = None
+
+    @staticmethod
+    def _core_accepts(host: NodeHost, now: int, event: Receive) -> bool:
+        """Whether the core handles `event` without raising, tried on a copy."""
+        trial = copy.deepcopy(host.live_core())
+        try:
+            effects = trial.handle(now, event)
+        except Exception:  # a message no handler can take; the real core never sees it
+            return False
+        return any(isinstance(e, Trace) for e in effects)
+
+    # ---- serving ----
+
+    async def serve(self) -> None:
+        sock = trio.socket.from_stdlib_socket(self.sock)
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            # SIGTERM is caught before the node's first step, so a stop never
+            # finds a node between a step's line and its datagrams.
+            await nursery.start(self._stop_on_sigterm, nursery.cancel_scope)
+            nursery.start_soon(self._write_counts_periodically)
+            booted_at = 0 if self.cfg.incarnation == 0 else self.now
+            for crash in self.plan.crashes:
+                if crash.node == self.node_id:
+                    nursery.start_soon(self._arm_at, crash, booted_at)
+            self.boot()
+            while True:
+                try:
+                    data, address = await sock.recvfrom(MAX_FRAME_BYTES + 1)
+                except (ConnectionRefusedError, ConnectionResetError):
+                    continue
+                self.on_datagram(data, address)
+
+    async def _arm_at(self, crash: Crash, booted_at: int) -> None:
+        # A crash whose tick passed before this life began is not armed, as in
+        # the simulator (it arms a crash only at its tick, on a live node).
+        if crash.tick < booted_at:
+            return
+        await trio.sleep(max(0.0, self._seconds(crash.tick - self.now)))
+        if self.host.up:
+            self.injector.arm(crash)
+
+    async def _write_counts_periodically(self) -> None:
+        while True:
+            await trio.sleep(COUNTS_PERIOD_S)
+            self.write_counts()
+
+    async def _stop_on_sigterm(
+        self, scope: trio.CancelScope, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        with trio.open_signal_receiver(signal.SIGTERM) as signals:
+            task_status.started()
+            async for _ in signals:
+                self.write_counts()
+                self.event("stopped")
+                scope.cancel()
+                return
+
+
+def open_socket(cfg: NodeConfig) -> socket.socket:
+    """The node's UDP socket: inherited (`sock_fd`), or bound here when it is -1."""
+    if cfg.sock_fd >= 0:
+        sock = socket.socket(fileno=cfg.sock_fd)
+    else:
+        port = cfg.peers[cfg.node]
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError as exc:
+            sock.close()
+            raise ConfigError(f"cannot bind {LOOPBACK}:{port}: {exc.strerror}") from None
+    sock.setblocking(False)
+    return sock
+
+
+def run_node(config_path: Path) -> int:
+    cfg = NodeConfig.read(config_path)
+    node = LiveNode(cfg, open_socket(cfg))
+    if cfg.incarnation == 0:
+        # Say ready, then wait for the shared tick 0 ("go EPOCH", a
+        # time.monotonic() value; a bare "go" means now): every first boot is
+        # then at the same moment, whatever each process took to start.
+        print("ready", flush=True)
+        words = sys.stdin.readline().split()
+        if not words or words[0] != "go" or len(words) > 2:
+            return 0  # the supervisor gave up before the run began
+        try:
+            epoch = float(words[1]) if len(words) == 2 else time.monotonic()
+        except ValueError:
+            raise ConfigError(f"go {words[1]!r}: the epoch must be a number") from None
+        node.cfg = replace(cfg, epoch=epoch)
+        time.sleep(max(0.0, min(1.0, epoch - time.monotonic())))
+    trio.run(node.serve)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m sim.live.node CONFIG.json", file=sys.stderr)
+        return 2
+    try:
+        return run_node(Path(argv[1]))
+    except TlasimError as exc:
+        print(f"tlasim live node: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

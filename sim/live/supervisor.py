@@ -1,0 +1,392 @@
+"""`tlasim live`: start a protocol's nodes as processes, break them, merge and judge.
+
+Theory of operation: the supervisor binds one UDP socket per node on
+127.0.0.1 (port 0: the OS picks, so parallel runs never collide) and keeps
+it for the whole run; each node process inherits its socket, so a restarted
+node listens on the same port and datagrams sent while it was down wait in
+the socket's buffer, as a network may hold them. Nodes are started together,
+say when they are ready, and are told one shared tick 0.
+
+The nemesis is mostly in the nodes (sim/live/node.py): each carries out the
+fault plan's windows and partitions in its transport and SIGKILLs itself
+after the step a crash names. The supervisor sees the kill, waits the
+crash's `restart_ticks` and starts the node again; it ends the run when the
+merged state says the workload is done (or at the liveness deadline, or
+`timeout_s`), stops every node with SIGTERM, merges their traces into one
+(sim/live/merge.py) and writes it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from faults.plan import FaultPlan
+from faults.swarm import swarm_plan
+from protocols import get_protocol
+from protocols.definition import ProtocolDefinition
+from protocols.errors import ConfigError, InternalError
+from sim.drift.revision import source_revision
+from sim.kernel.rng import split
+from sim.live.config import LOOPBACK, NodeConfig
+from sim.live.events import EventTotals, last_crash
+from sim.live.merge import MergedRun, causal_order, read_node_logs, write_merged
+from sim.live.wire import MAX_FRAME_BYTES
+from sim.run.runner import TOOL_VERSION
+from tracing.codec import TraceFormat
+
+DEFAULT_DIR = Path(".tlasim/live")  # where a run's folder goes unless one is given
+# How long the nodes may take to import and say ready (seconds): generous,
+# because a two-core machine starts nine Python processes in turn.
+READY_TIMEOUT_S = 120.0
+# The shared tick 0 is this far after the go, so every node is waiting for it.
+GO_MARGIN_S = 0.05
+POLL_S = 0.005
+# How often the supervisor merges what the nodes logged so far, to stop once
+# the workload is done (seconds).
+DONE_CHECK_S = 0.25
+STOP_GRACE_S = 5.0
+# Each node's socket buffer: loopback bursts must not drop datagrams.
+SOCKET_BUFFER_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class LiveOptions:
+    tick_ms: float = 5.0  # milliseconds per tick of the protocol's timers
+    liveness_bound_ticks: int = 600  # after healing, the protocol must finish within this
+    swarm_horizon_ticks: int = 600  # a swarm plan's faults all fall before this tick
+    timeout_s: float = 120.0  # the run is stopped after this many seconds, done or not
+    trace_format: TraceFormat = "ndjson"
+
+    def __post_init__(self) -> None:
+        if not 0.1 <= self.tick_ms <= 10_000:
+            raise ConfigError(f"tick_ms={self.tick_ms!r}: must be between 0.1 and 10000")
+        if self.liveness_bound_ticks < 1 or self.swarm_horizon_ticks < 1:
+            raise ConfigError("the liveness bound and swarm horizon must be positive (ticks)")
+        if not self.timeout_s > 0:
+            raise ConfigError(f"timeout_s={self.timeout_s!r}: must be positive (seconds)")
+
+
+@dataclass(slots=True)
+class LiveResult:
+    protocol: str
+    seed: int
+    bug: str | None
+    plan: FaultPlan
+    merged: MergedRun
+    trace_path: Path
+    run_dir: Path
+    seconds: float  # from tick 0 to the stop, when the supervisor noticed the work done
+    stopped_by: str  # "done", "deadline" or "timeout"
+    incarnations: dict[str, int]
+    events: Counter[str] = field(default_factory=Counter)  # faults fired, by kind
+    dropped: Counter[str] = field(default_factory=Counter)  # datagrams dropped, by reason
+    messages_sent: int = 0
+
+    tick_ms: float = 0.0
+
+    @property
+    def busy_seconds(self) -> float:
+        """From tick 0 to the last step any node took."""
+        return self.merged.last_tick * self.tick_ms / 1000.0
+
+    @property
+    def messages_per_second(self) -> float:
+        busy = self.busy_seconds
+        return self.messages_sent / busy if busy > 0 else 0.0
+
+
+def new_run_dir(protocol: str, seed: int) -> Path:
+    """A fresh folder under DEFAULT_DIR, unique even for runs started in one second."""
+    DEFAULT_DIR.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path(tempfile.mkdtemp(prefix=f"{protocol}-seed{seed}-{stamp}-", dir=DEFAULT_DIR))
+
+
+def live_protocol(name: str) -> ProtocolDefinition:
+    """The protocol, if its nodes exchange messages (else live has nothing to run)."""
+    protocol = get_protocol(name)
+    if protocol.net_lose_action is None:
+        raise ConfigError(
+            f"live runs protocols whose nodes exchange messages; {name}'s cores share a "
+            "simulated memory and send none (run it with `tlasim run`)"
+        )
+    return protocol
+
+
+class _Node:
+    """One node's processes, one after another."""
+
+    def __init__(self, node: str, sock: socket.socket) -> None:
+        self.node = node
+        self.sock = sock
+        self.incarnation = -1
+        self.process: subprocess.Popen[bytes] | None = None
+        self.restart_at: float | None = None  # time.monotonic() of a pending restart
+
+
+class Supervisor:
+    def __init__(
+        self,
+        protocol_name: str,
+        seed: int,
+        *,
+        bug: str | None = None,
+        overrides: dict[str, Any] | None = None,
+        plan: FaultPlan | None = None,
+        options: LiveOptions | None = None,
+        run_dir: Path | None = None,
+        trace_path: Path | None = None,
+    ) -> None:
+        self.protocol = live_protocol(protocol_name)
+        self.seed = seed
+        self.bug = bug
+        self.overrides = dict(overrides or {})
+        self.options = options or LiveOptions()
+        self.protocol_options = self.protocol.make_options(self.overrides)
+        streams = split(seed)
+        self.config = self.protocol.configure(self.protocol_options, bug, streams.workload)
+        self.node_ids = self.protocol.node_ids(self.config)
+        crash_nodes = self.protocol.crash_nodes(self.config)
+        self.swarm = plan is None
+        self.plan = plan if plan is not None else swarm_plan(
+            streams.faults, self.node_ids,
+            horizon_ticks=self.options.swarm_horizon_ticks, crash_nodes=crash_nodes,
+        )
+        self.plan.check_wellformed()
+        self.plan.check_recoverable(self.node_ids, crash_nodes=crash_nodes)
+        if run_dir is None:
+            run_dir = new_run_dir(self.protocol.name, seed)
+        elif run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+            raise ConfigError(f"--dir {run_dir}: exists and is not an empty folder")
+        self.run_dir = run_dir
+        self.trace_path = trace_path or run_dir / f"merged.{self.options.trace_format}"
+        self.nodes: dict[str, _Node] = {}
+        self.epoch = 0.0
+
+    # ---- what every option of the run is ----
+
+    def options_record(self) -> dict[str, Any]:
+        return {
+            "mode": "live",
+            "seed": self.seed,
+            "protocol": self.protocol.name,
+            "bug": self.bug,
+            "protocol_options": self.protocol_options.as_dict(),
+            "tick_ms": self.options.tick_ms,
+            "faults_mode": "swarm" if self.swarm else "plan",
+            "faults": self.plan.to_dict(),
+            "liveness_bound_ticks": self.options.liveness_bound_ticks,
+        }
+
+    def deadline_ticks(self) -> int:
+        """As in the simulator: healed, every crash restarted, then the liveness bound."""
+        restart = max((c.restart_ticks for c in self.plan.crashes), default=0)
+        healed = max(self.plan.heal_tick + restart, self.protocol.settle_tick(self.config))
+        return healed + self.options.liveness_bound_ticks
+
+    # ---- processes ----
+
+    def _bind_sockets(self) -> None:
+        for node in self.node_ids:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER_BYTES)
+            try:
+                sock.bind((LOOPBACK, 0))
+            except OSError as exc:
+                sock.close()
+                raise ConfigError(f"cannot bind a UDP socket on {LOOPBACK}: {exc.strerror}") \
+                    from None
+            self.nodes[node] = _Node(node, sock)
+
+    def _spawn(self, entry: _Node) -> None:
+        entry.incarnation += 1
+        peers = {node: n.sock.getsockname()[1] for node, n in self.nodes.items()}
+        cfg = NodeConfig(
+            protocol=self.protocol.name, seed=self.seed, bug=self.bug,
+            overrides=self.overrides, node=entry.node, incarnation=entry.incarnation,
+            tick_ms=self.options.tick_ms, epoch=self.epoch, peers=peers,
+            sock_fd=entry.sock.fileno(), run_dir=str(self.run_dir.resolve()),
+            plan=self.plan.to_dict(),
+        )
+        config_path = self.run_dir / f"{entry.node}.{entry.incarnation}.json"
+        cfg.write(config_path)
+        stderr = (self.run_dir / f"{entry.node}.stderr").open("ab")
+        first = entry.incarnation == 0
+        try:
+            entry.process = subprocess.Popen(
+                [sys.executable, "-m", "sim.live.node", str(config_path)],
+                stdin=subprocess.PIPE if first else subprocess.DEVNULL,
+                stdout=subprocess.PIPE if first else subprocess.DEVNULL,
+                stderr=stderr,
+                pass_fds=(entry.sock.fileno(),),
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        finally:
+            stderr.close()
+        entry.restart_at = None
+
+    def _start_all(self) -> None:
+        for entry in self.nodes.values():
+            self._spawn(entry)
+        give_up = time.monotonic() + READY_TIMEOUT_S
+        for entry in self.nodes.values():
+            process = entry.process
+            assert process is not None and process.stdout is not None
+            line = _read_line(process.stdout, give_up)
+            if line != "ready":
+                raise InternalError(
+                    f"node {entry.node} did not start: {self._stderr_tail(entry.node)}"
+                )
+        self.epoch = time.monotonic() + GO_MARGIN_S
+        for entry in self.nodes.values():
+            process = entry.process
+            assert process is not None and process.stdin is not None
+            process.stdin.write(f"go {self.epoch!r}\n".encode())
+            process.stdin.close()
+
+    def _stderr_tail(self, node: str) -> str:
+        path = self.run_dir / f"{node}.stderr"
+        text = path.read_text(errors="replace") if path.exists() else ""
+        return text.strip()[-2000:] or "(no output)"
+
+    def _reap(self, entry: _Node) -> None:
+        """A node exited: schedule the restart its crash asked for, or fail."""
+        process = entry.process
+        assert process is not None
+        code = process.returncode
+        if process.stdout is not None:
+            process.stdout.close()
+        entry.process = None
+        crash = last_crash(self.run_dir / f"{entry.node}.events", entry.incarnation)
+        if code != -signal.SIGKILL or crash is None:
+            raise InternalError(
+                f"node {entry.node} exited with code {code} unasked: "
+                f"{self._stderr_tail(entry.node)}"
+            )
+        restart_s = crash["restart_ticks"] * self.options.tick_ms / 1000.0
+        entry.restart_at = time.monotonic() + restart_s
+
+    def _stop_all(self) -> None:
+        running = [e.process for e in self.nodes.values() if e.process is not None]
+        for process in running:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        give_up = time.monotonic() + STOP_GRACE_S
+        for process in running:
+            try:
+                process.wait(timeout=max(0.0, give_up - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
+        for entry in self.nodes.values():
+            entry.process = None
+            entry.sock.close()
+
+    # ---- the run ----
+
+    def run(self) -> LiveResult:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        stopped_by = "timeout"
+        try:
+            self._bind_sockets()
+            self._start_all()
+            deadline = self.epoch + self.deadline_ticks() * self.options.tick_ms / 1000.0
+            give_up = self.epoch + self.options.timeout_s
+            settled = self.epoch + (
+                max(self.plan.heal_tick, self.protocol.settle_tick(self.config))
+                * self.options.tick_ms / 1000.0
+            )
+            next_check = settled
+            while True:
+                now = time.monotonic()
+                for entry in self.nodes.values():
+                    if entry.process is not None and entry.process.poll() is not None:
+                        self._reap(entry)
+                    if entry.restart_at is not None and now >= entry.restart_at:
+                        self._spawn(entry)
+                if now >= give_up:
+                    break
+                if now >= deadline:
+                    stopped_by = "deadline"
+                    break
+                everyone_up = all(e.process is not None for e in self.nodes.values())
+                if now >= next_check and everyone_up:
+                    next_check = now + DONE_CHECK_S
+                    if self._workload_done():
+                        stopped_by = "done"
+                        break
+                time.sleep(POLL_S)
+            seconds = time.monotonic() - self.epoch
+        finally:
+            self._stop_all()
+        merged = self._merge()
+        result = LiveResult(
+            protocol=self.protocol.name, seed=self.seed, bug=self.bug, plan=self.plan,
+            merged=merged, trace_path=self.trace_path, run_dir=self.run_dir,
+            seconds=seconds, stopped_by=stopped_by,
+            incarnations={n: e.incarnation + 1 for n, e in self.nodes.items()},
+            tick_ms=self.options.tick_ms,
+        )
+        self._count(result)
+        return result
+
+    def _header(self) -> dict[str, Any]:
+        return {
+            "protocol": self.protocol.name,
+            "seed": self.seed,
+            "options": self.options_record(),
+            "tool_version": TOOL_VERSION,
+            "source_revision": source_revision(tuple(self.protocol.source_files)),
+        }
+
+    def _workload_done(self) -> bool:
+        """Whether the state merged from what the nodes logged so far is finished."""
+        try:
+            lines = causal_order(read_node_logs(self.run_dir, self.node_ids))
+            merged = write_merged(self.protocol, self.config, lines, io.BytesIO(), self._header())
+        except InternalError:
+            # The files are read one after another while the nodes run, so a
+            # receipt may be read without the line that sent it (read a moment
+            # before it was written): not a consistent cut, and not done yet.
+            # The final merge, of stopped nodes, raises such errors.
+            return False
+        return merged.failure is not None or merged.unfinished is None
+
+    def _merge(self) -> MergedRun:
+        lines = causal_order(read_node_logs(self.run_dir, self.node_ids))
+        self.trace_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.trace_path.open("wb") as stream:
+            return write_merged(
+                self.protocol, self.config, lines, stream, self._header(),
+                self.options.trace_format,
+            )
+
+    def _count(self, result: LiveResult) -> None:
+        totals = EventTotals(result.events, result.dropped)
+        for node in self.node_ids:
+            totals.add(self.run_dir / f"{node}.events")
+        logs = read_node_logs(self.run_dir, self.node_ids)
+        result.messages_sent = sum(len(line.sent) for lines in logs.values() for line in lines)
+
+
+def _read_line(stream: IO[bytes], give_up: float) -> str:
+    """One line from a child's stdout, or "" if none comes before `give_up`."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(stream, selectors.EVENT_READ)
+        if not selector.select(max(0.0, give_up - time.monotonic())):
+            return ""
+    return stream.readline(MAX_FRAME_BYTES).decode(errors="replace").strip()
