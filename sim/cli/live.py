@@ -121,7 +121,5 @@ def report(result: LiveResult) -> int:
         out.print(f"failure: {merged.failure} (trace step {merged.failing_step})", markup=False)
     elif merged.unfinished is not None:
         out.print(f"failure: {merged.unfinished} (stopped by {result.stopped_by})", markup=False)
-    left_out = ", ".join(merged.network_variables) or "nothing"
-    out.print(f"trace={printable(result.trace_path)} (partial: leaves out {left_out})",
-              markup=False)
+    out.print(f"trace={printable(result.trace_path)}", markup=False)
     return code

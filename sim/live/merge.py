@@ -11,11 +11,14 @@ messages), so that sequence is a behaviour of the implementation, and the
 spec's state after each line is the refinement mapping of every node's
 latest view, log and liveness, with the messages sent and not yet consumed.
 
-The merged lines carry every spec variable but the network: no node sees
-the messages in flight, so the lines leave that variable to the spec (a
-partial log, docs/trace-format.md), which follows each send, receipt, loss
-and duplicate by its action. The oracle still sees the whole state, with
-the bag rebuilt here from the lines' sends and receipts.
+The merged lines carry every spec variable, the network's too: no node sees
+the messages in flight, but every line says what its step put in flight
+and consumed, so the bag is rebuilt here from the sends, receipts, losses
+and duplicates in merged order. A datagram that never arrived (dropped by
+a full socket buffer, or read by a node killed before it logged the
+receipt) stays in the bag, as a message the spec's network has not yet
+delivered. So TLC checks the network as it checks every node, and a viewer
+can match each delivery to its send.
 """
 
 from __future__ import annotations
@@ -29,8 +32,16 @@ from typing import Any, BinaryIO
 
 from protocols.definition import ProtocolDefinition, StepInfo
 from protocols.errors import InternalError, InvariantViolation
+from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
 from sim.live.nodelog import NodeLine, read_node_log
-from tracing.codec import HEADER_EVENT, SCHEMA_VERSION, STEP_EVENT, TraceFormat, TraceWriter
+from tracing.codec import (
+    END_EVENT,
+    HEADER_EVENT,
+    SCHEMA_VERSION,
+    STEP_EVENT,
+    TraceFormat,
+    TraceWriter,
+)
 from tracing.values import to_json
 
 
@@ -41,7 +52,6 @@ class MergedRun:
     failing_step: int | None  # the seq of the line after which it broke
     unfinished: str | None  # the liveness oracle's view of the last state
     last_tick: int  # the latest tick of any line: how long the nodes worked
-    network_variables: tuple[str, ...]  # left out of every line after Init
     last_vars: Mapping[str, Any]
 
 
@@ -83,10 +93,7 @@ class Merger:
         self.up: dict[str, bool] = dict.fromkeys(node_ids, True)
         self.in_flight: Counter[Hashable] = Counter()
         self._bag: dict[Hashable, int] = {}
-        # The spec variables the mapping fills with the bag itself: the network.
-        init_vars = self._vars()
-        self.network = tuple(k for k, v in init_vars.items() if v is self._bag)
-        self.init_vars = init_vars
+        self.init_vars = self._vars()
 
     def _vars(self) -> dict[str, Any]:
         return self.protocol.spec_vars(self.config, self.views, self.logs, self.up, self._bag)
@@ -149,16 +156,22 @@ def write_merged(
         "constants": to_json(protocol.spec_constants(config), "constants"),
         "variables": dict(protocol.variable_types),
     })
-    result = MergedRun(0, None, None, None, 0, merger.network, merger.init_vars)
+    result = MergedRun(0, None, None, None, 0, merger.init_vars)
 
     def emit(seq: int, ts: int, node: str | None, action: str, params: Mapping[str, Any],
-             spec_vars: Mapping[str, Any], keep: Sequence[str]) -> None:
+             spec_vars: Mapping[str, Any], line: NodeLine | None = None) -> None:
         record: dict[str, Any] = {"event": STEP_EVENT, "seq": seq, "ts": ts}
         if node is not None:
             record["node"] = node
         record["action"] = action
         record["params"] = to_json(params, "params")
-        record["vars"] = to_json({k: spec_vars[k] for k in keep}, "vars")
+        # As a simulated run's lines: the timer a step answers, and the plan's
+        # faults that struck in it (docs/trace-format.md).
+        if line is not None and line.timer is not None:
+            record["timer"] = line.timer
+        if line is not None and line.faults:
+            record["faults"] = list(line.faults)
+        record["vars"] = to_json(dict(spec_vars), "vars")
         writer.write(record)
         if result.failure is None:
             try:
@@ -167,16 +180,23 @@ def write_merged(
                 result.failure = str(violation)
                 result.failing_step = seq
 
-    # The first line is the whole initial state, the network included (empty).
-    emit(0, 0, None, "Init", {}, merger.init_vars, list(merger.init_vars))
-    kept = [k for k in merger.init_vars if k not in merger.network]
+    emit(0, 0, None, "Init", {}, merger.init_vars)
     spec_vars: Mapping[str, Any] = merger.init_vars
     for seq, line in enumerate(lines, 1):
         spec_vars = merger.step(line)
-        emit(seq, line.ts, line.node, line.action, line.params, spec_vars, kept)
-    writer.close()
+        emit(seq, line.ts, line.node, line.action, line.params, spec_vars, line)
     result.steps = len(lines)
     result.last_tick = max((line.ts for line in lines), default=0)
     result.last_vars = spec_vars
     result.unfinished = merger.oracle.check_liveness(spec_vars)
+    # How the oracles judged the run, as a simulated trace ends.
+    if result.failure is not None:
+        end = {"outcome": OUTCOME_SAFETY, "failure": result.failure,
+               "failing_step": result.failing_step}
+    elif result.unfinished is not None:
+        end = {"outcome": OUTCOME_LIVENESS, "failure": result.unfinished, "failing_step": None}
+    else:
+        end = {"outcome": OUTCOME_OK, "failure": None, "failing_step": None}
+    writer.write({"event": END_EVENT, **end})
+    writer.close()
     return result

@@ -55,7 +55,7 @@ from sim.kernel.rng import split
 from sim.kernel.stepping import NET_NODE, StepMachine
 from sim.live.config import LOOPBACK, NodeConfig
 from sim.live.disk import FileDisk
-from sim.live.events import EventLog
+from sim.live.events import EventLog, last_crash
 from sim.live.nodelog import NodeLog
 from sim.live.wire import MAX_FRAME_BYTES, BadFrame, decode_frame, encode_frame
 from tracing.values import Record
@@ -107,6 +107,9 @@ class LiveNode(StepMachine):
         self._step_sent: list[Hashable] = []
         self._receiving: Hashable | None = None
         self._outbox: list[tuple[bytes, str]] = []  # datagrams of the step being taken
+        # The plan's faults that struck since this node's last line, named as
+        # the simulator names them (docs/trace-format.md): its line says so.
+        self._struck: list[str] = []
         self._nursery: trio.Nursery | None = None
         if self.disk.torn_bytes:
             self.event("torn-record", bytes=self.disk.torn_bytes)
@@ -162,6 +165,13 @@ class LiveNode(StepMachine):
         if self._receiving is not None:
             fields["recv"] = self._receiving
             self._receiving = None
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            fields["timer"] = timer
+        struck = self._struck + self.injector.take_fired()
+        self._struck = []
+        if struck:
+            fields["faults"] = struck
         self.log.write(**fields)
         # Datagrams leave only once the line that sends them is written, so no
         # receipt is ever logged before its send (a kill in between is a loss).
@@ -198,12 +208,14 @@ class LiveNode(StepMachine):
     def _transmit(self, out: Outgoing, clock: int) -> None:
         """Send one copy now, later, or never, as the fault plan says."""
         now = self.now
-        cut = any(p.start <= now < p.end and p.cuts(self.node_id, out.dst)
-                  for p in self.plan.partitions)
+        cut = next((index for index, p in enumerate(self.plan.partitions)
+                    if p.start <= now < p.end and p.cuts(self.node_id, out.dst)), None)
         # The injector looks at partitions before it draws from a loss window,
         # so asking it only when no partition cuts the link draws the same.
-        if cut or self.injector.lose_on_delivery(now, self.node_id, out.dst):
-            self.event("partition" if cut else "loss", dst=out.dst)
+        if cut is not None:
+            self._struck.append(f"partitions/{cut}")
+        if cut is not None or self.injector.lose_on_delivery(now, self.node_id, out.dst):
+            self.event("partition" if cut is not None else "loss", dst=out.dst)
             self._spawn(self._log_loss, out)
             return
         frame = encode_frame(self.node_id, clock, out.wire)
@@ -246,8 +258,10 @@ class LiveNode(StepMachine):
         if crash is not None:
             # Every effect of the step is done and its line written: die now,
             # with whatever is unsynced still in this process's memory.
+            # The crash's plan entry goes with it, for the crash line that the
+            # next incarnation writes.
             self.event("crash", after_steps=crash.after_steps, tick=crash.tick,
-                       restart_ticks=crash.restart_ticks)
+                       restart_ticks=crash.restart_ticks, faults=self.injector.take_fired())
             os.kill(os.getpid(), signal.SIGKILL)
         return None
 
@@ -279,6 +293,10 @@ class LiveNode(StepMachine):
         host.up = False
         host.view = recovered.view()
         action, params = self.protocol.crash_step(self.node_id)
+        crash = last_crash(self.cfg.file(".events"), self.cfg.incarnation - 1)
+        struck = crash.get("faults") if crash is not None else None
+        if isinstance(struck, list):
+            self._struck = [name for name in struck if isinstance(name, str)]
         self.record(self.node_id, action, params)
         self.restart(host)
 

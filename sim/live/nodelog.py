@@ -112,6 +112,8 @@ class NodeLine:
     log: tuple[Record, ...] | None  # the synced log, when it changed
     sent: tuple[Any, ...]
     recv: Any | None
+    timer: str | None = None  # the timer the step answers
+    faults: tuple[str, ...] = ()  # the plan's faults that struck in the step
 
 
 _INT_FIELDS = ("incarnation", "clock", "ts")
@@ -149,6 +151,12 @@ def _line(owner: str, number: int, raw: bytes, where: str) -> NodeLine:
     if type(sent) is not list or (log is not None and type(log) is not list):
         raise TraceFormatError(f"{where}: sent and log must be lists")
     recv = obj.get("recv")
+    timer = obj.get("timer")
+    faults = obj.get("faults", [])
+    if timer is not None and type(timer) is not str:
+        raise TraceFormatError(f"{where}: timer must be a string")
+    if type(faults) is not list or not all(type(f) is str for f in faults):
+        raise TraceFormatError(f"{where}: faults must be a list of strings")
     return NodeLine(
         owner=owner,
         number=number,
@@ -163,6 +171,8 @@ def _line(owner: str, number: int, raw: bytes, where: str) -> NodeLine:
         log=None if log is None else tuple(_records(log, f"{where} log")),
         sent=tuple(from_json(m, f"{where} sent") for m in sent),
         recv=None if recv is None else from_json(recv, f"{where} recv"),
+        timer=timer,
+        faults=tuple(faults),
     )
 
 

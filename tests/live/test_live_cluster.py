@@ -8,12 +8,15 @@ SIGKILL follows does not depend on timing.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from faults.plan import Crash, FaultPlan, Partition, Window
 from sim.live.supervisor import LiveOptions, LiveResult, Supervisor
+from sim.view.model import build_run_view
+from tracing.codec import read_trace
 from tracing.validation.validator import validate_trace
 
 TIMEOUT_S = 90.0
@@ -48,7 +51,20 @@ def test_twopc_cluster_with_sigkills_and_restarts_is_a_behaviour_of_the_spec(
     assert result.events["crash"] == 2
     assert {"loss", "duplicate", "delay"} <= set(result.events)
     assert not result.dropped
-    assert result.merged.network_variables == ("msgs",)
+    # The merged trace holds the network too, rebuilt from sends and receipts.
+    lines = [json.loads(line) for line in result.trace_path.read_text().splitlines()]
+    steps = [line for line in lines if line.get("event") == "tla_trace"]
+    assert steps and all("msgs" in line["vars"] for line in steps)
+    assert any(line.get("faults") for line in steps) and any(line.get("timer") for line in steps)
+    assert lines[-1] == {"event": "tla_trace_end", "outcome": "ok", "failure": None,
+                         "failing_step": None}
+    # So a viewer draws it as a simulated run: deliveries matched to their
+    # sends, and both crashes marked as the plan's faults that fired.
+    view = build_run_view(read_trace(result.trace_path))
+    assert view.faults_recorded and view.oracle_verdict is not None
+    assert sum(m.delivered is not None for m in view.messages) > 10
+    assert view.plan is not None
+    assert {"crashes/0", "crashes/1"} <= {entry.name for entry in view.plan if entry.fired}
     verdict = validate_trace(result.trace_path, explain=False)
     assert verdict.accepted, verdict.summary()
 
