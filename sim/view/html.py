@@ -87,8 +87,8 @@ def render_page(title: str, body: str, data: Any | None) -> str:
 
 
 def run_page(view: RunView) -> str:
-    title = f"tlasim run: {view.protocol or 'trace'} seed {view.seed}" if view.seed is not None \
-        else f"tlasim run: {view.path}"
+    title = f"tlasim {view.kind}: {view.protocol or 'trace'} seed {view.seed}" \
+        if view.seed is not None else f"tlasim {view.kind}: {view.path}"
     body = (
         f"<header><h1>{html.escape(title)}</h1><div id=\"verdicts\"></div></header>"
         "<main><div id=\"diagram-box\"><svg id=\"diagram\" xmlns=\"http://www.w3.org/2000/svg\">"

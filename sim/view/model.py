@@ -113,6 +113,7 @@ class RunView:
     plan: list[PlanEntry] | None  # None: the header holds no fault plan
     partitions: list[dict[str, Any]]
     faults_recorded: bool  # whether the trace names fired faults at all
+    kind: str = "run"  # what made the trace: a simulated "run", a "live run", a "schedule"
     oracle: Mark | None = None
     oracle_verdict: str | None = None  # None: the trace has no end record
     tlc: Mark | None = None
@@ -303,6 +304,18 @@ def _downtimes(trace: Trace, crash_names: set[str]) -> list[Downtime]:
     return sorted(downtimes, key=lambda d: d.crashed)
 
 
+def _kind(header: Mapping[str, Any]) -> str:
+    """What wrote the trace, from its header's options: `tlasim live`, an
+    explorer's schedule, or a simulated run."""
+    options = header.get("options")
+    if isinstance(options, Mapping):
+        if options.get("mode") == "live":
+            return "live run"
+        if "explore" in options:
+            return "schedule"
+    return "run"
+
+
 def build_run_view(trace: Trace) -> RunView:
     """The run a trace records, ready to draw; TLC's verdict is added by `mark_tlc`."""
     header: Mapping[str, Any] = trace.header or {}
@@ -350,6 +363,7 @@ def build_run_view(trace: Trace) -> RunView:
         plan=entries,
         partitions=partitions,
         faults_recorded=bool(fired),
+        kind=_kind(header),
     )
     end = trace.end
     if end is None:

@@ -89,6 +89,7 @@ def test_a_failing_runs_end_record_places_the_oracles_failure(tmp_path: Path) ->
     assert trace.end is not None
     assert trace.end.failing_step == result.failing_step
     view = build_run_view(trace)
+    assert view.kind == "run" and "<h1>tlasim run: twopc seed 96</h1>" in run_page(view)
     assert view.oracle is not None
     assert view.steps[view.oracle.step].seq == result.failing_step
     assert view.oracle.text == result.failure
