@@ -4,14 +4,16 @@ Theory of operation. ITF (Apalache ADR-015) is one JSON object:
 `{"#meta": {...}, "params": [constants], "vars": [variables], "states": [...]}`,
 each state an object holding its own `#meta` and one value per variable.
 `trace_to_itf` turns a `Trace` into that object and `itf_to_trace` turns it
-back, exactly: values, actions, params, ts, seq, node, line and header all
-survive the round trip (docs/interchange.md has the mapping).
+back, exactly: values, actions, params, ts, seq, node, line, the timer a
+step answers, the plan's faults that struck in it, and the header all
+survive the round trip (docs/interchange.md has the mapping). The end
+record (the oracles' verdict) does not travel: ITF has no place for it.
 
 - The header's fields go into the top-level `#meta` beside ITF's own
   `format`, `format-description`, `source` and `description`; its constants
   become ITF `params`, set in the first state, as ADR-015 asks.
-- A step's action, params, ts, seq, node and file line go into its state's
-  `#meta`, so `vars` lists exactly the spec's variables.
+- A step's action, params, ts, seq, node, file line, timer and faults go
+  into its state's `#meta`, so `vars` lists exactly the spec's variables.
 - Values: integers are `{"#bigint": "n"}`, as Quint writes them (a reader
   also takes plain JSON integers); sequences are JSON arrays; sets are
   `#set` in tlasim's canonical order; records are objects; functions are
@@ -256,6 +258,10 @@ def _step_meta(index: int, step: TraceStep) -> dict[str, Any]:
         value = getattr(step, key)
         if value is not None:
             meta[key] = value
+    if step.timer is not None:
+        meta["timer"] = step.timer
+    if step.faults:
+        meta["faults"] = list(step.faults)
     return meta
 
 
@@ -354,7 +360,8 @@ def _difference(expected: set[str], present: set[str]) -> str:
 def _step(where: str, index: int, meta: Any, values: Record) -> TraceStep:
     if type(meta) is not dict:
         raise TraceFormatError(f"{where}: '#meta' must be an object, not {short_repr(meta)}")
-    for key, kind in (("line", int), ("seq", int), ("ts", int), ("node", str), ("action", str)):
+    for key, kind in (("line", int), ("seq", int), ("ts", int), ("node", str), ("action", str),
+                      ("timer", str)):
         if key in meta and (
             type(meta[key]) is not kind or (kind is int and not INT_MIN <= meta[key] <= INT_MAX)
         ):
@@ -364,6 +371,11 @@ def _step(where: str, index: int, meta: Any, values: Record) -> TraceStep:
     params = _value(meta.get("params", {}), f"{where}.#meta.params")
     if type(params) is not Record:
         raise TraceFormatError(f"{where}: #meta params must be a record, not {short_repr(params)}")
+    faults = meta.get("faults", [])
+    if type(faults) is not list or not all(type(name) is str for name in faults):
+        raise TraceFormatError(
+            f"{where}: #meta faults must be a list of strings, not {short_repr(faults)}"
+        )
     return TraceStep(
         line=meta.get("line", index + 1),
         seq=meta.get("seq"),
@@ -372,4 +384,6 @@ def _step(where: str, index: int, meta: Any, values: Record) -> TraceStep:
         action=meta.get("action"),
         params=params,
         vars=values,
+        faults=tuple(faults),
+        timer=meta.get("timer"),
     )
