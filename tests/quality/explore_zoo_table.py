@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protocols import PROTOCOLS, get_protocol
+from protocols import get_protocol
 from sim.explore.schedule import Schedule, replay
 from sim.explore.system import FaultBounds
 from sim.kernel.rng import split
@@ -57,11 +57,6 @@ FOUND_BY_EXPLORE: dict[tuple[str, str], Found] = {
     ("lockfree-queue", "half_visible"): Found(TWO_THREADS, 7),
     ("lockfree-queue", "last_node"): Found(TWO_THREADS, 18),
 }
-
-
-def documented(protocol: str, bug: str, failure: str) -> bool:
-    breaks = PROTOCOLS[protocol].bugs[bug].breaks
-    return failure.split(":")[0] in [p.strip() for p in breaks.split(",")]
 
 
 def configure(protocol: str, options: dict[str, Any], bug: str | None) -> tuple[Any, Any]:

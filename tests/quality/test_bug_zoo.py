@@ -7,27 +7,24 @@ For every variant of every protocol:
 - shrinking that failure leaves no more faults than the variant needs
   (`BugVariant.minimal_faults`), and the shrunk plan replays to the same
   failure;
-- search mode (hypothesis) finds it too, within a bounded number of examples.
+- search mode (hypothesis) finds it too, within a bounded number of examples
+  (test_bug_zoo_search.py: a file of its own, so that pytest-xdist runs the
+  two halves side by side).
 """
 
 from __future__ import annotations
 
 import functools
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from bug_zoo_table import VARIANTS, documented
 
 from faults.plan import Crash
 from protocols import PROTOCOLS
-from protocols.lockfree.bugs import ABA
 from protocols.shardsplit.bugs import SPLIT_PROGRESS_NOT_DURABLE
 from protocols.snapshot.bugs import ACK_BEFORE_PERSIST
 from protocols.twopc.bugs import COMMIT_BEFORE_DURABLE, TM_FORGETS_DECISION
-from sim.campaign.search import search
 from sim.campaign.shrinking import broken_property, shrink_failure
 from sim.campaign.sweep import run_campaign
 from sim.kernel.simulation import OUTCOME_SAFETY
@@ -39,27 +36,6 @@ from tracing.validation.validator import validate_traces
 # Measured: every variant fails within its first 45 swarm seeds; 300 leaves
 # room for a change in the workload or fault draws without hiding a lost bug.
 SEED_BUDGET = 300
-# Measured (sim/campaign/search.py draws no constants from tlasim's own source, so
-# these hold across unrelated edits): search finds every variant within its
-# first 125 examples but commit-before-durable, which needs the TM to crash
-# in the one step between sending Commit and syncing its decision, and which
-# search first hits at example 164 of a 300-example run (hypothesis's path
-# depends on the budget, too).
-SEARCH_EXAMPLES = 150
-#
-# The stack's ABA race needs a pop stalled across two other threads' whole
-# operations with the allocator handing back the popped address: about 1
-# random schedule in 200 (measured over seeds 0-299 at six timing settings).
-# Search first hits it at example 499 of a 1,500-example run, in 6 s.
-# (`tlasim explore` finds it in every schedule of its bound instead.)
-SEARCH_EXAMPLES_FOR = {("twopc", COMMIT_BEFORE_DURABLE): 300, ("lockfree-stack", ABA): 1500}
-# Search's failure for ack-before-persist is a receiver crash at tick 309,
-# which two loss windows keep after the unsynced ack; delta debugging can
-# drop a fault or move a crash earlier, but not both at once, so it keeps
-# all three. (The swarm failure shrinks to the one crash it needs.)
-SEARCH_FAULTS_FOR = {("snapshot", ACK_BEFORE_PERSIST): 3}
-
-VARIANTS = [(name, bug) for name, p in sorted(PROTOCOLS.items()) for bug in sorted(p.bugs)]
 # Variants whose only way to fail is a crash of one node, and that node.
 CRASH_OF = {
     ("twopc", COMMIT_BEFORE_DURABLE): "tm",
@@ -102,11 +78,6 @@ def first_failing_seed(protocol: str, bug: str, tmp_path: Path) -> tuple[int, st
     return seed, failure, path
 
 
-def documented(protocol: str, bug: str, failure: str) -> bool:
-    breaks = PROTOCOLS[protocol].bugs[bug].breaks
-    return failure.split(":")[0] in [p.strip() for p in breaks.split(",")]
-
-
 @pytest.mark.parametrize(("protocol", "bug"), VARIANTS)
 def test_bug_variant_is_found_by_oracle_and_rejected_by_tlc(
     protocol: str, bug: str, tmp_path: Path
@@ -142,44 +113,9 @@ def test_bug_variant_shrinks_to_the_faults_it_needs(
         assert plan.crashes[0].node == CRASH_OF[protocol, bug]
 
 
-@pytest.mark.slow  # a hypothesis campaign per variant
-@pytest.mark.parametrize(("protocol", "bug"), VARIANTS)
-def test_bug_variant_is_found_by_search_mode(protocol: str, bug: str, tmp_path: Path) -> None:
-    # Through the command, in a fresh process: the path hypothesis takes
-    # depends on what the process imported before (see sim/campaign/search.py), and
-    # the command is what users run and expect to repeat.
-    done = subprocess.run(
-        [sys.executable, "-m", "sim", "search", protocol, "--bug", bug,
-         "--examples", str(SEARCH_EXAMPLES_FOR.get((protocol, bug), SEARCH_EXAMPLES))],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "TLASIM_FAILURE_DIR": str(tmp_path)},
-    )
-    # A variant that documents liveness may shrink to a run that only stalls.
-    liveness_ok = "liveness" in PROTOCOLS[protocol].bugs[bug].breaks
-    assert done.returncode == 1 or (liveness_ok and done.returncode == 3), (
-        f"search did not find {bug}:\n{done.stdout}{done.stderr}"
-    )
-    failure = re.search(r"^FAILURE (safety|liveness): (.*)$", done.stdout, re.MULTILINE)
-    size = re.search(r"fault plan: (\d+) fault", done.stdout)
-    assert failure and size, done.stdout
-    if failure.group(1) == "safety":
-        assert documented(protocol, bug, failure.group(2))
-    allowed = SEARCH_FAULTS_FOR.get((protocol, bug), PROTOCOLS[protocol].bugs[bug].minimal_faults)
-    assert int(size.group(1)) <= allowed, done.stdout
-
-
 @pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
 def test_correct_protocol_passes_the_same_seeds_the_bugs_fail(protocol: str) -> None:
     """The oracles do not fire on the correct protocol (no false alarms)."""
     for seed in range(100):
         result = run_seed(protocol, seed).result
         assert result.ok, (seed, result.failure)
-
-
-@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
-def test_search_finds_nothing_in_the_correct_protocol(protocol: str) -> None:
-    found = search(protocol, max_examples=60)
-    assert found.failure is None
-    assert found.examples_run == 60

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from explore_zoo_table import FOUND_BY_EXPLORE, Found, configure, documented, write_trace
+from bug_zoo_table import documented
+from explore_zoo_table import FOUND_BY_EXPLORE, Found, configure, write_trace
 
 from sim.explore.search import DFS, FOUND_SAFETY, SearchBounds, explore
 from tracing.validation.validator import validate_traces
