@@ -49,6 +49,8 @@ from tracing.printable import printable
               default=None, help="Where the merged trace goes (default: DIR/merged.ndjson).")
 @click.option("--trace-format", type=click.Choice(["ndjson", "msgpack"]), default="ndjson")
 @click.option("--no-validate", is_flag=True, help="Do not check the merged trace with TLC.")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the run's HTML report (see `tlasim report`) here.")
 @guarded
 def live_command(
     protocol: str,
@@ -64,6 +66,7 @@ def live_command(
     trace_path: Path | None,
     trace_format: TraceFormat,
     no_validate: bool,
+    report_path: Path | None,
 ) -> None:
     """Run PROTOCOL's unchanged cores as a cluster of local processes (UDP on
     127.0.0.1), crash and disturb them as a fault plan says, merge the nodes'
@@ -71,7 +74,8 @@ def live_command(
     check_bug(protocol, bug)
     if plan_path is not None and fault_mode != "swarm":
         raise ConfigError("--plan and --faults cannot be given together")
-    refuse_overwrite({"--out": trace_path}, {"--plan": plan_path})
+    refuse_overwrite({"--out": trace_path, "--report": report_path}, {"--plan": plan_path})
+    refuse_overwrite({"--report": report_path}, {"--out": trace_path})
     supervisor = Supervisor(
         protocol, seed, bug=bug,
         overrides=parse_assignments(protocol_overrides, "--set"),
@@ -85,6 +89,7 @@ def live_command(
               markup=False)
     result = supervisor.run()
     code = report(result)
+    verdict = None
     if not no_validate:
         from tracing.validation.validator import validate_trace
 
@@ -92,6 +97,10 @@ def live_command(
         out.print(verdict.report(), markup=False)
         if not verdict.accepted and code == exitcodes.OK:
             code = exitcodes.TRACE_REJECTED
+    if report_path is not None:
+        from sim.cli.show import write_run_report
+
+        write_run_report(result.trace_path, report_path, verdict)
     if code != exitcodes.OK:
         sys.exit(code)
 

@@ -71,6 +71,8 @@ def main() -> None:
               help="Ticks the protocol has to finish after every fault healed.")
 @click.option("--schedule", "schedule_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Replay a schedule `tlasim explore` wrote (or a trace of one), move by move.")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the run's HTML report (see `tlasim report`) here.")
 @guarded
 def run(
     protocol: str,
@@ -84,10 +86,13 @@ def run(
     protocol_overrides: tuple[str, ...],
     liveness_bound: int,
     schedule_path: Path | None,
+    report_path: Path | None,
 ) -> None:
     """Run one seed of PROTOCOL and report the result."""
     definition = get_protocol(protocol)
     check_bug(protocol, bug)
+    refuse_overwrite({"--report": report_path},
+                     {"--trace": trace_path, "--plan": plan_path, "--schedule": schedule_path})
     if schedule_path is not None:
         clashing = [
             name for name, given in (
@@ -100,7 +105,7 @@ def run(
             raise ConfigError(
                 f"--schedule fixes the run; {', '.join(clashing)} cannot be given with it"
             )
-        _run_schedule(protocol, schedule_path, trace_path, trace_format, validate)
+        _run_schedule(protocol, schedule_path, trace_path, trace_format, validate, report_path)
         return
     if seed is None:
         raise ConfigError("--seed is required (or --schedule)")
@@ -115,7 +120,7 @@ def run(
         liveness_bound_ticks=liveness_bound,
     )
     scratch = None
-    if validate and trace_path is None:
+    if (validate or report_path is not None) and trace_path is None:
         scratch = tempfile.TemporaryDirectory(prefix="tlasim-run-")
         trace_path = Path(scratch.name) / f"{protocol}-{seed}.{trace_format}"
     seed_run = run_seed(
@@ -135,12 +140,14 @@ def run(
         f"duplicated={stats.messages_duplicated}",
         markup=False,
     )
-    code = _report_end(
-        result.outcome, result.failure, result.failing_step,
-        trace_path if scratch is None else None, trace_path if validate else None,
-    )
-    if scratch is not None:
-        scratch.cleanup()
+    try:
+        code = _report_end(
+            result.outcome, result.failure, result.failing_step,
+            trace_path if scratch is None else None, trace_path, validate, report_path,
+        )
+    finally:
+        if scratch is not None:
+            scratch.cleanup()
     extra: list[str] = []
     if plan_path is None and fault_mode != "swarm":
         extra += ["--faults", fault_mode]
@@ -157,9 +164,12 @@ def _report_end(
     failure: str | None,
     failing_step: int | None,
     shown_trace: Path | None,
-    validated_trace: Path | None,
+    trace: Path | None,
+    validate: bool,
+    report_path: Path | None,
 ) -> int:
-    """Print how a run or a replay ended (and TLC's verdict); return its exit code."""
+    """Print how a run or a replay ended (and TLC's verdict on `trace`, when
+    asked to validate); write its HTML report when asked; return its exit code."""
     if failure:
         where = f" (trace step {failing_step})" if failing_step is not None else ""
         out.print(f"failure: {failure}{where}", markup=False)
@@ -171,13 +181,18 @@ def _report_end(
         OUTCOME_ERROR: exitcodes.SAFETY,  # a core raised: the protocol failed, not tlasim
         OUTCOME_LIVENESS: exitcodes.LIVENESS,
     }[outcome]
-    if validated_trace is not None:
+    verdict = None
+    if validate and trace is not None:
         from tracing.validation.validator import validate_trace
 
-        verdict = validate_trace(validated_trace)
+        verdict = validate_trace(trace)
         out.print(verdict.report(), markup=False)
         if not verdict.accepted and code == exitcodes.OK:
             code = exitcodes.TRACE_REJECTED
+    if report_path is not None and trace is not None:
+        from sim.cli.show import write_run_report
+
+        write_run_report(trace, report_path, verdict)
     return code
 
 
@@ -187,6 +202,7 @@ def _run_schedule(
     trace_path: Path | None,
     trace_format: TraceFormat,
     validate: bool,
+    report_path: Path | None,
 ) -> None:
     """Replay an explorer's schedule: the same moves, the same trace, byte for byte."""
     refuse_overwrite({"--trace": trace_path}, {"--schedule": schedule_path})
@@ -196,7 +212,7 @@ def _run_schedule(
             f"--schedule {schedule_path} is a schedule of {schedule.protocol}, not {protocol}"
         )
     scratch = None
-    if validate and trace_path is None:
+    if (validate or report_path is not None) and trace_path is None:
         scratch = tempfile.TemporaryDirectory(prefix="tlasim-run-")
         trace_path = Path(scratch.name) / f"{protocol}-schedule.{trace_format}"
     try:
@@ -213,7 +229,7 @@ def _run_schedule(
         )
         code = _report_end(
             result.outcome, result.failure, result.failing_step,
-            trace_path if scratch is None else None, trace_path if validate else None,
+            trace_path if scratch is None else None, trace_path, validate, report_path,
         )
     finally:
         if scratch is not None:

@@ -5,6 +5,7 @@ verdict comes from the validator, run here unless `--no-tlc`."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -13,6 +14,7 @@ from sim.cli.support import exit_code_help, guarded, out, refuse_overwrite
 from sim.view.model import RunView, build_run_view, mark_tlc
 from tracing.codec import read_trace
 from tracing.inputs import open_regular_file
+from tracing.printable import printable
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -33,6 +35,21 @@ def load_run(trace_path: Path, run_tlc: bool) -> RunView:
 
         mark_tlc(view, trace, validate_trace(trace))
     return view
+
+
+def write_run_report(trace_path: Path, output: Path, verdict: Any = None) -> None:
+    """Write a run's HTML report, with TLC's `verdict` when the caller has one
+    (a command that has just validated the trace does not run TLC again)."""
+    from sim.view.html import run_page, write_page
+
+    trace = read_trace(trace_path)
+    view = build_run_view(trace)
+    if verdict is not None:
+        mark_tlc(view, trace, verdict)
+    else:
+        view.notes.append("TLC was not asked to check this trace, so its verdict is not marked")
+    write_page(output, run_page(view))
+    out.print(f"report={printable(output.resolve())}", markup=False)
 
 
 @click.command(epilog=exit_code_help())

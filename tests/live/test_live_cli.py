@@ -76,3 +76,13 @@ def test_a_live_bug_run_reports_the_broken_property_and_the_rejection(tmp_path: 
     assert "result=safety" in output and "faults fired: crash=1" in output
     assert "failure: agreement" in output
     assert "REJECTED" in output
+
+
+def test_a_live_run_writes_its_report(tmp_path: Path) -> None:
+    page = tmp_path / "live.html"
+    code, output = invoke("live", "twopc", "--faults", "none", "--set", "tx_count=1",
+                          "--set", "rm_count=2", "--tick-ms", "2", "--no-validate",
+                          "--dir", str(tmp_path / "run"), "--report", str(page))
+    assert code == exitcodes.OK, output
+    assert f"report={page.resolve()}" in output
+    assert "<h1>tlasim live run: twopc seed 0</h1>" in page.read_text()

@@ -184,6 +184,7 @@ def test_show_prints_changes_and_marks_the_oracles_failing_step(tmp_path: Path) 
     ("report", "{trace}", "--no-tlc", "-o", "{trace}"),
     ("report", "{db}", "-o", "{out}"),
     ("campaign", "twopc", "--seeds", "0:1", "--report", "{out}"),
+    ("run", "twopc", "--seed", "1", "--trace", "{out}", "--report", "{out}"),
 ])
 def test_bad_input_to_show_and_report_is_a_usage_error(
     tmp_path: Path, args: tuple[str, ...]
@@ -196,6 +197,24 @@ def test_bad_input_to_show_and_report_is_a_usage_error(
     code, output = _invoke(*(a.format(**names) for a in args))
     assert code == exitcodes.USAGE, output
     assert "Traceback" not in output
+
+
+def test_run_writes_its_report_with_tlcs_verdict_when_it_validated(tmp_path: Path) -> None:
+    page = tmp_path / "96.html"
+    code, output = _invoke("run", "twopc", "--seed", "96", "--bug", "abort-after-prepare",
+                           "--validate", "--report", str(page))
+    assert code == exitcodes.SAFETY, output
+    assert f"report={page.resolve()}" in output
+    text = page.read_text()
+    # The oracles' and TLC's verdicts are in the page's data; TLC ran once.
+    assert "agreement: t5 is aborted at r1" in text and "rejected by TwoPhaseCommitMsg" in text
+    assert output.count("REJECTED") == 1
+    # Without --validate the page says TLC was not asked, and nothing is left behind.
+    quiet = tmp_path / "85.html"
+    code, output = _invoke("run", "twopc", "--seed", "85", "--report", str(quiet))
+    assert code == exitcodes.OK, output
+    assert "TLC was not asked" in quiet.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["85.html", "96.html"]
 
 
 def test_show_of_a_headerless_trace_says_why_tlc_did_not_run(tmp_path: Path) -> None:
