@@ -26,7 +26,13 @@ from pathlib import Path
 
 from protocols.errors import SpecError
 
-__all__ = ["find_template", "module_tokens", "read_action_names", "shipped_spec_dirs"]
+__all__ = [
+    "find_template",
+    "module_tokens",
+    "read_action_names",
+    "read_name_set",
+    "shipped_spec_dirs",
+]
 
 DEFINITION = "TraceActionNames"
 
@@ -44,6 +50,8 @@ _TOKEN = re.compile(
 )
 _MODULE_START = re.compile(r"^\s*-{4,}\s*MODULE\s+([A-Za-z0-9_]+)\s*-{4,}", re.MULTILINE)
 _BLOCK_PART = re.compile(r"\(\*|\*\)")
+# `\cup` and `\union` between two literal sets, as the lexer splits them.
+_UNIONS = (["\\", "cup", "{"], ["\\", "union", "{"])
 _ACTION = re.compile(r"[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*")
 
 
@@ -104,23 +112,69 @@ def read_action_names(path: Path) -> frozenset[str]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeError) as exc:
         raise SpecError(f"{origin}: cannot read the trace template: {exc}") from None
+    return frozenset(read_name_set(text, DEFINITION, origin))
+
+
+def read_name_set(text: str, definition: str, origin: str = "module") -> tuple[str, ...]:
+    """The names of `definition == {"A", "B"}` in the module `text`, in source
+    order: the one reader of a template's set of action names, for
+    `protocols` and for the validator (`tracing.tla.speccheck`) alike.
+
+    The definition may be a union of literal sets (`{...} \\cup {...}`, or
+    `\\union`) of identifiers. Anything else is a SpecError; in particular a
+    set followed by more (a difference, an operator, another name) is
+    refused, never read as the set before it.
+    """
     _, tokens = module_tokens(text, origin)
     starts = [
-        i for i in range(len(tokens) - 2)
-        if tokens[i][1] == DEFINITION and tokens[i + 1][1] == "==" and tokens[i + 2][1] == "{"
+        i for i in range(len(tokens) - 1)
+        if tokens[i] == ("word", definition) and tokens[i + 1][1] == "=="
     ]  # fmt: skip
-    if len(starts) != 1:
-        raise SpecError(f'{origin}: expected one definition `{DEFINITION} == {{"Init", ...}}`')
+    if not starts:
+        raise SpecError(f'{origin}: no definition `{definition} == {{"Init", ...}}`')
+    if len(starts) > 1:
+        raise SpecError(f"{origin}: {definition} is defined more than once")
+    pos = starts[0] + 2
+    if pos >= len(tokens) or tokens[pos][1] != "{":
+        raise SpecError(f'{origin}: {definition} must be a literal set of names {{"A", ...}}')
     names: list[str] = []
-    for kind, token in tokens[starts[0] + 3 :]:
+    while True:
+        pos = _read_set(tokens, pos + 1, names, definition, origin)
+        if [token for _, token in tokens[pos : pos + 3]] in _UNIONS:
+            pos += 2
+            continue
+        if pos < len(tokens) and not _starts_a_unit(tokens, pos):
+            raise SpecError(
+                f"{origin}: {definition} must be a literal set of names, or a union "
+                f"(\\cup) of such sets; found {tokens[pos][1]!r} after a set"
+            )
+        return tuple(dict.fromkeys(names))
+
+
+def _read_set(
+    tokens: list[tuple[str, str]], pos: int, names: list[str], definition: str, origin: str
+) -> int:
+    """Add the names of the literal set whose `{` came just before `pos`;
+    the position after its `}`."""
+    for at in range(pos, len(tokens)):
+        kind, token = tokens[at]
         if token == "}":
-            return frozenset(names)
+            return at + 1
         if token == ",":
             continue
         name = token[1:-1]
         if kind != "string" or _ACTION.fullmatch(name) is None:
             raise SpecError(
-                f"{origin}: {DEFINITION} must be a literal set of action names; found {token}"
+                f"{origin}: {definition} must be a literal set of names; found {token}"
             )
         names.append(name)
-    raise SpecError(f"{origin}: {DEFINITION}'s set is never closed")
+    raise SpecError(f"{origin}: {definition}'s set is never closed")
+
+
+def _starts_a_unit(tokens: list[tuple[str, str]], pos: int) -> bool:
+    """Whether the token at `pos` can only begin the module's next unit, so the definition
+    before it has ended: a name (the next definition or a keyword such as
+    VARIABLE or THEOREM) or a `----` separator. TLA+ writes every infix
+    operator with symbols or a backslash, so a name never continues an
+    expression that ends in `}`."""
+    return tokens[pos][0] == "word" or [t for _, t in tokens[pos : pos + 4]] == ["-"] * 4

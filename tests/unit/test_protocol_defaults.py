@@ -24,10 +24,9 @@ from protocols import PROTOCOLS, definition_modules, find_definitions, get_proto
 from protocols.base import Send, Timeout
 from protocols.defaults import ProtocolBase
 from protocols.errors import ConfigError, InternalError, ProtocolViolation, SpecError
-from protocols.trace_template import find_template, read_action_names
+from protocols.trace_template import find_template, read_action_names, read_name_set
 from sim.drift.check import declaration_problems, schema_problems
 from sim.run.runner import run_seed
-from tracing.tla.source import read_string_set
 from tracing.tla.speccheck import find_spec
 from tracing.validation.validator import validate_trace
 
@@ -291,7 +290,7 @@ def test_each_shipped_protocol_reads_the_validators_action_names(protocol: str) 
     definition = PROTOCOLS[protocol]
     _module, template = find_spec(definition.spec_module)
     text = template.read_text(encoding="utf-8")
-    assert definition.trace_actions == set(read_string_set(text, "TraceActionNames"))
+    assert definition.trace_actions == set(read_name_set(text, "TraceActionNames"))
     assert "Init" in definition.trace_actions
 
 
@@ -319,11 +318,12 @@ def test_the_template_reader_skips_comments_strings_and_text_after_the_module(
 @pytest.mark.parametrize(
     ("body", "problem"),
     [
-        ("Names == {}", "expected one definition `TraceActionNames"),
-        ('TraceActionNames == {"Init", Step}', "must be a literal set of action names; found Step"),
+        ("Names == {}", "no definition `TraceActionNames"),
+        ('TraceActionNames == {"Init", Step}', "must be a literal set of names; found Step"),
         ('TraceActionNames == {"Init", "a b"}', 'found "a b"'),
         ('TraceActionNames == {"Init"', "never closed"),
-        ('TraceActionNames == {"A"}\nTraceActionNames == {"B"}', "expected one definition"),
+        ('TraceActionNames == {"A"}\nTraceActionNames == {"B"}', "defined more than once"),
+        ('TraceActionNames == {"A"} \\cup {"B"} \\ {"A"}', "or a union"),
     ],
 )
 def test_the_template_reader_refuses_anything_but_a_literal_set_of_names(

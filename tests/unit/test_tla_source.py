@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from protocols.errors import SpecError
-from tracing.tla.source import read_module, read_string_set
+from protocols.trace_template import read_name_set
+from tracing.tla.source import read_module
 
 _MODULE = r"""
 Text before the module is not part of it: VARIABLES nope
@@ -36,8 +37,8 @@ def test_read_module_finds_declarations_and_skips_comments_and_strings() -> None
     assert {"S", "f", "G", "TraceActionNames"} <= decls.definitions
 
 
-def test_read_string_set_reads_the_literal_set() -> None:
-    assert read_string_set(_MODULE, "TraceActionNames") == ("Init", "Inc", "Reset")
+def test_read_name_set_reads_the_literal_set() -> None:
+    assert read_name_set(_MODULE, "TraceActionNames") == ("Init", "Inc", "Reset")
 
 
 @pytest.mark.parametrize(
@@ -51,18 +52,37 @@ def test_read_string_set_reads_the_literal_set() -> None:
         ("---- MODULE A ----\nX == 1\n====", "no definition"),
     ],
 )
-def test_read_string_set_is_strict(text: str, match: str) -> None:
+def test_read_name_set_is_strict(text: str, match: str) -> None:
     with pytest.raises(SpecError, match=match):
-        read_string_set(text, "TraceActionNames", "A.tla")
+        read_name_set(text, "TraceActionNames", "A.tla")
 
 
-def test_unknown_escape_in_trace_action_names_is_a_spec_error() -> None:
-    import pytest
-
-    from protocols.errors import SpecError
-    from tracing.tla.source import read_string_set
-
-    with pytest.raises(SpecError, match="unknown escape"):
-        read_string_set(
+def test_an_escape_in_trace_action_names_is_a_spec_error() -> None:
+    # An action name is an identifier, so a string with an escape names none.
+    with pytest.raises(SpecError, match="literal set of names"):
+        read_name_set(
             '---- MODULE T ----\nTraceActionNames == {"a\\q"}\n====\n', "TraceActionNames"
         )
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        '{"Init", "A"} \\cup {"B"}',
+        '{"Init"} \\union {"A"} \\cup {"B", "A"}\nOther == 1',
+        '{"Init", "A", "B"}\n------------\nVARIABLE x',
+    ],
+)
+def test_a_union_of_literal_sets_is_read_whole(written: str) -> None:
+    text = f"---- MODULE T ----\nTraceActionNames == {written}\n====\n"
+    assert set(read_name_set(text, "TraceActionNames")) == {"Init", "A", "B"}
+
+
+@pytest.mark.parametrize(
+    "written",
+    ['{"Init", "A"} \\ {"A"}', '{"Init"} \\cup Other', '{"Init"} \\cap {"Init"}', '{"A"} @@ 1'],
+)
+def test_anything_after_a_set_but_a_union_is_refused_not_cut_off(written: str) -> None:
+    text = f"---- MODULE T ----\nTraceActionNames == {written}\n====\n"
+    with pytest.raises(SpecError, match="union"):
+        read_name_set(text, "TraceActionNames", "T.tla")

@@ -313,3 +313,23 @@ def test_validate_accepts_a_large_string_and_set_and_rejects_a_mutated_one(
     )
     got = [(v.accepted, v.divergence and v.divergence.step) for v in verdicts]
     assert got == [(True, None), (False, 4), (False, 4)]
+
+
+# --- the template's action names: read whole, or refused ----------------------
+
+
+def test_a_template_whose_action_names_are_a_union_accepts_a_valid_trace_and_rejects_a_bad_one(
+    tmp_path: Path,
+) -> None:
+    # Read only up to its first `}`, this set once made a valid trace REJECTED
+    # before TLC ran ("Claim" and "Reset" are in the second set).
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "Counter.tla").write_text(_COUNTER)
+    union = '{"Init", "Inc"}\n    \\cup {"Claim", "Reset"}'
+    template = _TEMPLATE.replace('{"Init", "Inc", "Claim", "Reset"}', union)
+    assert union in template
+    (tmp_path / "toy" / "CounterTrace.tla").write_text(template)
+    bad = [*GOOD[:4], ("Reset", state(1, ("a", "b"), a="x"))]
+    verdicts = validate_traces([trace_of(GOOD), trace_of(bad)], spec_dirs=[tmp_path])
+    assert [v.accepted for v in verdicts] == [True, False]
+    assert verdicts[1].divergence is not None and verdicts[1].divergence.step == 5

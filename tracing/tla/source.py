@@ -2,7 +2,8 @@
 
 Theory of operation. Before TLC runs, the validator needs a few facts from a
 spec's source: its CONSTANTS and VARIABLES, the modules it EXTENDS, the names
-it defines, and the literal set TraceActionNames of a trace template. This is
+it defines (a template's TraceActionNames is read by
+protocols.trace_template.read_name_set, the one reader of it). This is
 a reader of those declarations only, not a TLA+ parser, on the lexer that
 protocols/trace_template.py holds (the project's one); SANY stays the
 judge of what a module means.
@@ -16,9 +17,8 @@ from dataclasses import dataclass
 
 from protocols.errors import SpecError
 from protocols.trace_template import module_tokens
-from tracing.tla.literal import unescape_string
 
-__all__ = ["ModuleDecls", "read_module", "read_string_set"]
+__all__ = ["ModuleDecls", "read_module"]
 
 @dataclass(frozen=True, slots=True)
 class _Token:
@@ -134,36 +134,3 @@ def _defined_name(tokens: list[_Token], eq: int) -> str:
             return ""
         j -= 1
     return tokens[j].text if tokens[j].kind == "word" else ""
-
-
-def read_string_set(text: str, definition: str, origin: str = "module") -> tuple[str, ...]:
-    """Read `definition == {"a", "b", ...}`, a literal set of strings, from a module.
-
-    Strict on purpose: anything else in that definition is a SpecError.
-    """
-    _, tokens = _source_tokens(text, origin)
-    for i, tok in enumerate(tokens[:-2]):
-        if tok.text == definition and tokens[i + 1].text == "==":
-            break
-    else:
-        raise SpecError(f"{origin}: no definition `{definition} == {{...}}`")
-    i += 2
-    if tokens[i].text != "{":
-        raise SpecError(f'{origin}: {definition} must be a literal set of strings {{"A", ...}}')
-    names: list[str] = []
-    i += 1
-    while i < len(tokens) and tokens[i].text != "}":
-        if tokens[i].kind != "string":
-            raise SpecError(
-                f"{origin}: {definition} must be a literal set of strings; found {tokens[i].text!r}"
-            )
-        try:
-            names.append(unescape_string(tokens[i].text))
-        except ValueError as exc:
-            raise SpecError(f"{origin}: {definition}: {exc}") from None
-        i += 1
-        if i < len(tokens) and tokens[i].text == ",":
-            i += 1
-    if i >= len(tokens):
-        raise SpecError(f"{origin}: {definition}'s set is never closed")
-    return tuple(dict.fromkeys(names))

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any, get_args
 
 from protocols.errors import SpecError, TraceFormatError
-from tracing.tla.source import ModuleDecls, read_module, read_string_set
+from protocols.trace_template import read_name_set
+from tracing.tla.source import ModuleDecls, read_module
 from tracing.tla.tlc import Outcome, TLCResult, run_tlc
 
 __all__ = [
@@ -200,7 +201,7 @@ def load_trace_spec(name: str, spec_dirs: Sequence[Path] | None) -> TraceSpec:
         raise SpecError(f"{name} uses names the validator generates: {', '.join(clashes)}")
     if any(arity for _, arity in decls.constants):
         raise SpecError(f"{name} declares operator constants, which a trace cannot give")
-    actions = read_string_set(template_text, "TraceActionNames", str(template))
+    actions = read_name_set(template_text, "TraceActionNames", str(template))
     return TraceSpec(name, module, template, decls, definitions, actions)
 
 
