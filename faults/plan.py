@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields, replace
 from typing import Any, Literal, TypeAlias
 
+from protocols.checked import load_json
 from protocols.errors import ConfigError, short_repr
 
 WindowKind: TypeAlias = Literal["loss", "duplicate", "delay"]
@@ -194,13 +195,7 @@ class FaultPlan:
 
     @classmethod
     def from_json(cls, text: str, where: str = "fault plan") -> FaultPlan:
-        try:
-            data = json.loads(text)
-        except RecursionError:
-            raise ConfigError(f"{where}: not a fault plan: JSON nested too deep") from None
-        except ValueError as exc:  # also an integer past Python's 4300 digits
-            raise ConfigError(f"{where}: not JSON: {exc}") from None
-        return cls.from_dict(data, where)
+        return cls.from_dict(load_json(text, where), where)
 
     # ---- validation ----
 

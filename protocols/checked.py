@@ -77,7 +77,7 @@ def _check_depth(value: Any, max_depth: int) -> None:
         else:
             continue
         if depth > max_depth:
-            raise ValueError(f"nested more than {max_depth} levels deep")
+            raise ValueError(f"nested too deep (more than {max_depth} levels)")
         stack.extend((child, depth + 1) for child in children)
 
 
@@ -106,7 +106,7 @@ def load_json(
         )
         _check_depth(value, max_depth)
     except RecursionError:
-        raise error(f"{where}: not {what}: nested more than {max_depth} levels deep") from None
+        raise error(f"{where}: not {what}: nested too deep (more than {max_depth} levels)") from None
     except ValueError as exc:  # also UnicodeDecodeError and the int-digits limit
         raise error(f"{where}: not {what}: {clip(str(exc))}") from None
     return value

@@ -33,6 +33,7 @@ from sim.campaign.sweep import (
 )
 from sim.cli.repro import repro_command
 from sim.cli.support import (
+    bounded_int,
     check_bug,
     err,
     exit_code_help,
@@ -100,8 +101,8 @@ def _report_failures(
             result = shrunk.shrunk.result
             report = shrunk.shrunk.report(original_plan_size=shrunk.original.result.plan.size)
             out.print(report.render(), markup=False)
-            out.print(f"  unshrunk: {reproduce_command(protocol, o.seed, bug, None, settings)}",
-                      markup=False)
+            unshrunk = reproduce_command(protocol, o.seed, bug, None, settings)
+            out.print(f"  unshrunk: {printable(unshrunk)}", markup=False)
             if report_path is not None:
                 out.print(f"  report:   {printable(report_path.resolve())}", markup=False)
             if db is not None and campaign_id is not None:
@@ -135,7 +136,7 @@ def _report_failures(
 @click.option("--seeds", "seed_range", required=True, metavar="A:B",
               help="Seeds A up to but not including B.")
 @click.option("--bug", default=None)
-@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+@click.option("--workers", type=bounded_int(min=1), default=2, show_default=True,
               help="Local worker processes (or LocalCluster workers with --dask).")
 @click.option("--dask", "dask", is_flag=False, flag_value="local", default=None,
               metavar="[ADDRESS]",
@@ -151,7 +152,7 @@ def _report_failures(
               help="Where traces of failing or rejected runs are kept.")
 @click.option("--set", "protocol_settings", multiple=True, metavar="KEY=VALUE",
               help="Set a protocol option for every seed, e.g. rm_count=4.")
-@click.option("--shrink", "shrink_count", type=click.IntRange(min=0), default=3,
+@click.option("--shrink", "shrink_count", type=bounded_int(min=0), default=3,
               show_default=True,
               help="Shrink and fully report the first failure of up to this many properties.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
@@ -284,9 +285,9 @@ def campaign(
 @click.command(epilog=exit_code_help())
 @protocol_argument
 @click.option("--bug", default=None, help="Switch on a named bug variant (see `tlasim bugs`).")
-@click.option("--examples", type=int, default=200, show_default=True,
+@click.option("--examples", type=bounded_int(min=1), default=200, show_default=True,
               help="How many inputs hypothesis may try before shrinking.")
-@click.option("--search-seed", type=int, default=0, show_default=True,
+@click.option("--search-seed", type=bounded_int(), default=0, show_default=True,
               help="Seeds the search itself: the same value finds the same failure.")
 @guarded
 def search(protocol: str, bug: str | None, examples: int, search_seed: int) -> None:
@@ -313,12 +314,12 @@ def search(protocol: str, bug: str | None, examples: int, search_seed: int) -> N
 
 @click.command(epilog=exit_code_help())
 @protocol_argument
-@click.option("--seed", type=click.IntRange(min=0), required=True, help="The failing seed.")
+@click.option("--seed", type=bounded_int(min=0), required=True, help="The failing seed.")
 @click.option("--bug", default=None)
 @click.option("--plan", "plan_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Shrink this plan (default: the seed's swarm plan).")
 @click.option("--set", "protocol_overrides", multiple=True, metavar="KEY=VALUE")
-@click.option("--max-runs", type=int, default=300, show_default=True,
+@click.option("--max-runs", type=bounded_int(min=1), default=300, show_default=True,
               help="The most simulation runs shrinking may take.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the shrunk plan here (default: under .tlasim/failures).")

@@ -12,21 +12,31 @@ from pathlib import Path
 
 import click
 
-from sim.cli.support import err, exit_code_help, guarded, out, parse_assignments, protocol_argument
+from sim.cli.support import (
+    bounded_int,
+    err,
+    exit_code_help,
+    finite_float,
+    guarded,
+    out,
+    parse_assignments,
+    protocol_argument,
+)
 from sim.corpus import MANIFEST_NAME, CorpusOptions, build_corpus
 from tracing.codec import TraceFormat
+from tracing.printable import printable
 
 
 @click.command(epilog=exit_code_help())
 @protocol_argument
-@click.option("--count", type=click.IntRange(min=1), required=True,
+@click.option("--count", type=bounded_int(min=1), required=True,
               help="How many trace files the corpus holds.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="The folder to write into; it must be new or empty (see --force).")
-@click.option("--invalid-ratio", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True,
+@click.option("--invalid-ratio", type=finite_float(0.0, 1.0), default=0.5, show_default=True,
               help="The share of files made to be invalid (mutations and bug variants); "
                    "a mutation TLC accepts is labelled valid.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--seed", type=bounded_int(min=0), default=0, show_default=True,
               help="The corpus seed; the same seed and options give the same bytes.")
 @click.option("--partial", is_flag=True,
               help="Strip about half of the files into partial logs (tracing.mutation.partial).")
@@ -34,7 +44,7 @@ from tracing.codec import TraceFormat
               default="ndjson", show_default=True)
 @click.option("--set", "protocol_overrides", multiple=True, metavar="KEY=VALUE",
               help="Set a protocol option for every run, e.g. rm_count=4.")
-@click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True,
+@click.option("--jobs", type=bounded_int(min=1), default=2, show_default=True,
               help="TLC processes at once; each checks a batch of traces.")
 @click.option("--force", is_flag=True,
               help="Write into a folder that is not empty, replacing the corpus there "
@@ -72,7 +82,7 @@ def corpus(
     ]
     settings += [(f"protocol_options.{k}", v) for k, v in options.protocol_overrides.items()]
     for key, value in [*settings, ("out", out_dir)]:
-        out.print(f"{key}={value}", markup=False)
+        out.print(f"{key}={printable(value)}", markup=False)
     started = time.monotonic()
 
     def phase(message: str) -> None:
@@ -90,4 +100,4 @@ def corpus(
             out.print(
                 f"  {source}: {labels['valid']} valid, {labels['invalid']} invalid", markup=False
             )
-    out.print(f"manifest={out_dir / MANIFEST_NAME}", markup=False)
+    out.print(f"manifest={printable(out_dir / MANIFEST_NAME)}", markup=False)

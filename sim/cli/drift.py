@@ -11,6 +11,7 @@ import click
 from protocols import PROTOCOLS, get_protocol
 from sim import exitcodes
 from sim.cli.support import exit_code_help, guarded, out
+from tracing.printable import printable
 
 
 @click.command("drift", epilog=exit_code_help())
@@ -84,6 +85,6 @@ def drift(protocols: tuple[str, ...], update: bool, spec_dirs: tuple[Path, ...])
 def _shown(path: Path) -> str:
     """A path as the user would type it: relative to the working folder if under it."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return printable(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
-        return str(path)
+        return printable(path)

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from protocols.errors import ConfigError
-from sim.cli.support import exit_code_help, guarded, out, refuse_overwrite
+from sim.cli.support import bounded_int, exit_code_help, guarded, out, refuse_overwrite
 from sim.view.model import RunView, build_run_view, mark_tlc
 from tracing.codec import read_trace
 from tracing.inputs import open_regular_file
@@ -57,9 +57,9 @@ def write_run_report(trace_path: Path, output: Path, verdict: Any = None) -> Non
 @click.option("--node", default=None, help="Only this node's steps.")
 @click.option("--tx", default=None, help="Only steps whose params name this tx (at any depth).")
 @click.option("--key", default=None, help="Only steps whose params name this key (at any depth).")
-@click.option("--from", "first", type=click.IntRange(min=0), default=None,
+@click.option("--from", "first", type=bounded_int(min=0), default=None,
               help="Only steps from this seq on.")
-@click.option("--to", "last", type=click.IntRange(min=0), default=None,
+@click.option("--to", "last", type=bounded_int(min=0), default=None,
               help="Only steps up to this seq.")
 @_tlc_option
 @guarded
@@ -121,4 +121,4 @@ def report(input_path: Path, output: Path, run_tlc: bool) -> None:
     else:
         page = run_page(load_run(input_path, run_tlc))
     write_page(output, page)
-    out.print(f"report={output.resolve()}", markup=False)
+    out.print(f"report={printable(output.resolve())}", markup=False)

@@ -7,7 +7,7 @@ because that is a bug in tlasim.
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import sys
 import traceback
@@ -20,6 +20,7 @@ from rich.console import Console
 
 from faults.plan import NO_FAULTS_PLAN, FaultPlan
 from protocols import PROTOCOLS, get_protocol, zoo
+from protocols.checked import checked_finite, checked_int, clip, load_json
 from protocols.errors import (
     ConfigError,
     InternalError,
@@ -51,9 +52,14 @@ err = Console(
 )
 
 
+# An error is one line a person reads: input it echoes is cut to fit.
+ERROR_MAX_CHARS = 1_000
+
+
 def fail(code: int, message: str) -> NoReturn:
-    # One line, whatever values the message quotes.
-    err.print(f"tlasim: error: {printable(message)}", markup=False)
+    # One line, whatever values the message quotes, and never the whole of a
+    # long input: what it echoes is cut in the middle, keeping both ends.
+    err.print(f"tlasim: error: {clip(printable(message), ERROR_MAX_CHARS)}", markup=False)
     sys.exit(code)
 
 
@@ -96,13 +102,42 @@ def internal_error() -> NoReturn:
     sys.exit(exitcodes.INTERNAL)
 
 
+# An integer option ends in SQLite, msgpack or a range, none of which holds
+# more than 64 bits: every integer option is bounded by this at most.
+OPTION_INT_MAX = 2**63 - 1
+
+
+def bounded_int(min: int = 0, max: int = OPTION_INT_MAX) -> click.IntRange:
+    """The type of every integer option: a range, never wider than 64 bits."""
+    return click.IntRange(min=min, max=max)
+
+
+class _FiniteFloat(click.FloatRange):
+    name = "finite float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        # A NaN passes every range check (each comparison is false), and an
+        # infinite time limit never ends: neither is a number an option means.
+        if not math.isfinite(number):
+            self.fail(f"{printable(value)!r} is not a finite number.", param, ctx)
+        return number
+
+
+def finite_float(
+    min: float | None = None, max: float | None = None, *, min_open: bool = False
+) -> click.FloatRange:
+    """The type of every number option: finite (no nan, no inf), within its range."""
+    return _FiniteFloat(min=min, max=max, min_open=min_open)
+
+
 def parse_assignments(pairs: Sequence[str], what: str) -> dict[str, Any]:
-    """`key=value` pairs; values are ints, floats or strings."""
+    """`key=value` pairs; values are ints (64 bits), finite floats or strings."""
     values: dict[str, Any] = {}
     for pair in pairs:
         key, sep, text = pair.partition("=")
         if not sep or not key:
-            raise ConfigError(f"{what} {pair!r}: expected key=value")
+            raise ConfigError(f"{what} {clip(repr(pair))}: expected key=value")
         value: Any = text
         for convert in (int, float):
             try:
@@ -110,6 +145,11 @@ def parse_assignments(pairs: Sequence[str], what: str) -> dict[str, Any]:
                 break
             except ValueError:
                 continue
+        where = f"{what} {clip(repr(pair))}"
+        if type(value) is int:
+            checked_int(value, where, low=-OPTION_INT_MAX - 1, high=OPTION_INT_MAX)
+        elif type(value) is float:
+            checked_finite(value, where)
         values[key.replace("-", "_")] = value
     return values
 
@@ -169,8 +209,8 @@ def _is_trace(data: bytes) -> bool:
         return True  # msgpack: a plan file is always JSON
     line = data.split(b"\n", 1)[0]
     try:
-        parsed = json.loads(line)
-    except ValueError:
+        parsed = load_json(line, "--plan")
+    except ConfigError:
         return False
     return isinstance(parsed, dict) and parsed.get("event") == HEADER_EVENT
 
@@ -196,9 +236,9 @@ def print_options(options: dict[str, Any]) -> None:
             continue
         if isinstance(value, dict):
             for sub, subvalue in value.items():
-                out.print(f"{key}.{sub}={subvalue}", markup=False)
+                out.print(f"{key}.{sub}={printable(subvalue)}", markup=False)
         else:
-            out.print(f"{key}={value}", markup=False)
+            out.print(f"{key}={printable(value)}", markup=False)
 
 
 def exit_code_help() -> str:

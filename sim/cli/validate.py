@@ -17,7 +17,7 @@ import click
 
 from protocols.errors import ConfigError, TraceFormatError
 from sim import exitcodes
-from sim.cli.support import exit_code_help, guarded, out
+from sim.cli.support import bounded_int, exit_code_help, guarded, out
 from tracing.inputs import check_regular_file
 from tracing.values import from_json
 
@@ -68,7 +68,7 @@ def parse_constants(text: str | None) -> dict[str, Any] | None:
 @click.option("--constants", "constants_text", default=None, metavar="JSON",
               help='Constant values, for traces without a header, as a JSON object in the '
                    'trace value format, e.g. \'{"RM": {"#set": ["r1", "r2"]}}\'.')
-@click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True,
+@click.option("--jobs", type=bounded_int(min=1), default=2, show_default=True,
               help="TLC processes at once; each checks a batch of traces.")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: one JSON document with every verdict.")

@@ -16,6 +16,7 @@ from typing import Any
 
 import msgpack
 
+from protocols.checked import checked_int
 from protocols.errors import ConfigError
 
 START = "start"
@@ -29,6 +30,8 @@ KINDS = (START, DELIVER, FIRE, RESTART, LOSE, DUPLICATE)
 # what the liveness check looks for.
 FAULT_FREE = frozenset({START, DELIVER, FIRE, RESTART})
 MESSAGE_KINDS = frozenset({DELIVER, LOSE, DUPLICATE})
+# No move takes more trace steps than this; a larger crash_after is no crash point.
+MAX_STEPS = 2**31 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,15 +90,17 @@ class Move:
             src = data.get("src")
             if not isinstance(src, str) or "msg" not in data:
                 raise ConfigError(f"{where}: a {kind} move names its message's src and msg")
-            payload = msgpack.packb(data["msg"], use_bin_type=True)
+            try:
+                payload = msgpack.packb(data["msg"], use_bin_type=True)
+            except (OverflowError, ValueError, TypeError) as exc:
+                # msgpack holds integers of 64 bits at most, as the wire does.
+                raise ConfigError(f"{where}: msg is no message a network carries: {exc}") from None
         timer = data.get("timer")
         if (kind == FIRE) != isinstance(timer, str):
             raise ConfigError(f"{where}: a fire move, and only one, names its timer")
         crash_after = data.get("crash_after")
-        if crash_after is not None and (
-            isinstance(crash_after, bool) or not isinstance(crash_after, int) or crash_after < 1
-        ):
-            raise ConfigError(f"{where}: crash_after must be a positive integer")
+        if crash_after is not None:
+            crash_after = checked_int(crash_after, f"{where}: crash_after", low=1, high=MAX_STEPS)
         if crash_after is not None and kind not in FAULT_FREE:
             raise ConfigError(f"{where}: only a node's own move can crash it")
         return Move(kind, node, src, payload, timer, crash_after)

@@ -11,7 +11,6 @@ fault a failure needs: a kind that every shrunk plan drops is noise.
 from __future__ import annotations
 
 import html
-import json
 import shlex
 from collections import Counter
 from dataclasses import dataclass, field
@@ -42,9 +41,8 @@ class DatabaseSummary:
     shrunk: int = 0
 
 
-def fault_kinds(plan_json: str) -> set[str]:
-    """The kinds of fault a stored plan holds: crash, loss, duplicate, delay, partition."""
-    plan = FaultPlan.from_dict(json.loads(plan_json), "a stored fault plan")
+def fault_kinds(plan: FaultPlan) -> set[str]:
+    """The kinds of fault a plan holds: crash, loss, duplicate, delay, partition."""
     kinds: set[str] = {w.kind for w in plan.windows}
     if plan.crashes:
         kinds.add("crash")
@@ -79,9 +77,17 @@ def summarize(db_path: Path) -> DatabaseSummary:
             summary.failures.setdefault(broken_property(record), []).append(record)
             if record.shrunk is not None:
                 summary.shrunk += 1
-                summary.kinds_recorded.update(fault_kinds(record.outcome.plan_json))
-                summary.kinds_kept.update(fault_kinds(record.shrunk.plan_json))
+                summary.kinds_recorded.update(fault_kinds(_stored_plan(record, db_path)))
+                summary.kinds_kept.update(fault_kinds(_stored_plan(record, db_path, shrunk=True)))
     return summary
+
+
+def _stored_plan(record: RunRecord, db_path: Path, *, shrunk: bool = False) -> FaultPlan:
+    """A failure's recorded (or shrunk) plan, read as any plan file is: a row
+    a crash or a hand left unreadable is a ConfigError naming it, as in repro."""
+    which = "shrunk plan" if shrunk else "plan"
+    stored = record.shrunk.plan_json if shrunk and record.shrunk else record.outcome.plan_json
+    return FaultPlan.from_json(stored, where=f"{db_path}: the {which} of {record.failure_id}")
 
 
 def _cell(value: object) -> str:
@@ -105,7 +111,7 @@ def database_page(summary: DatabaseSummary) -> str:
                      "<table class=\"failures\">")
         for r in records:
             shrunk = "" if r.shrunk is None else \
-                f"shrunk to {FaultPlan.from_dict(json.loads(r.shrunk.plan_json)).size}"
+                f"shrunk to {_stored_plan(r, Path(summary.path), shrunk=True).size}"
             trace = r.outcome.trace_path
             draw = "" if trace is None else shlex.join(
                 ["tlasim", "report", trace, "-o", str(Path(trace).with_suffix(".html"))]

@@ -32,6 +32,8 @@ from tracing.values import FnMap, canonical_json
 # A value shown in full up to this many characters; longer ones are cut, with
 # their length, so one huge value cannot flood a terminal or a diff panel.
 SHOWN_CHARS = 400
+# How many message copies a view draws; a trace may claim any count in its bag.
+MESSAGES_DRAWN_MAX = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,8 +218,12 @@ def message_variables(trace: Trace) -> list[str]:
     return sorted(seen_bag - never)
 
 
-def _messages(trace: Trace, bags: list[str]) -> list[Message]:
+def _messages(trace: Trace, bags: list[str]) -> tuple[list[Message], int]:
+    """The message copies to draw, and how many more the trace holds past
+    MESSAGES_DRAWN_MAX (a bag's count is the file's to choose: 2**31 copies
+    of one message must cost a line of text, not a copy each)."""
     messages: list[Message] = []
+    not_drawn = 0
     in_flight: dict[tuple[str, str], deque[Message]] = {}
     last_sent: dict[tuple[str, str], Message] = {}
     previous: dict[str, Any] = {}
@@ -234,7 +240,10 @@ def _messages(trace: Trace, bags: list[str]) -> list[Message]:
                 delta = after.get(msg, 0) - before_map.get(msg, 0)
                 key = (name, canonical_json(msg))
                 queue = in_flight.setdefault(key, deque())
-                for _ in range(max(delta, 0)):
+                sent, received = max(delta, 0), max(-delta, 0)
+                room = max(MESSAGES_DRAWN_MAX - len(messages), 0)
+                not_drawn += max(sent - room, 0)
+                for _ in range(min(sent, room)):
                     original = last_sent.get(key)
                     if step.node == NET_NODE:
                         copy = Message(key[1] if original is None else original.text,
@@ -245,18 +254,22 @@ def _messages(trace: Trace, bags: list[str]) -> list[Message]:
                         last_sent[key] = copy
                     messages.append(copy)
                     queue.append(copy)
-                for _ in range(max(-delta, 0)):
-                    if not queue:  # a message the trace never showed being sent
+                for _ in range(received):
+                    if queue:
+                        copy = queue.popleft()
+                    elif len(messages) < MESSAGES_DRAWN_MAX:
+                        # A message the trace never showed being sent.
                         copy = Message(show_value(msg), None, index)
                         messages.append(copy)
                     else:
-                        copy = queue.popleft()
+                        not_drawn += received
+                        break
                     if step.node == NET_NODE or step.node is None:
                         copy.lost = index
                     else:
                         copy.dst = step.node
                         copy.delivered = index
-    return messages
+    return messages, not_drawn
 
 
 def _lanes(steps: Iterable[TraceStep]) -> list[str]:
@@ -270,10 +283,13 @@ def _lanes(steps: Iterable[TraceStep]) -> list[str]:
     for node in first:
         kinds.setdefault(node.rstrip("0123456789"), len(kinds))
 
-    def order(node: str) -> tuple[int, int, int]:
+    def order(node: str) -> tuple[int, int, str, int]:
         kind = node.rstrip("0123456789")
         number = node[len(kind):]
-        return (kinds[kind], int(number) if number else -1, first[node])
+        # Numbers compared as digit strings, shortest first: r2 before r10,
+        # and a name of 5,000 digits never becomes an int.
+        digits = number.lstrip("0")
+        return (kinds[kind], len(digits) if number else -1, digits, first[node])
 
     return sorted(first, key=order)
 
@@ -350,6 +366,7 @@ def build_run_view(trace: Trace) -> RunView:
              "dst": list(p.dst), "both_ways": p.both_ways}
             for i, p in enumerate(plan.partitions)
         ]
+    messages, not_drawn = _messages(trace, message_variables(trace))
     view = RunView(
         path=trace.path,
         protocol=_text(header.get("protocol")),
@@ -358,13 +375,17 @@ def build_run_view(trace: Trace) -> RunView:
         reproduce=_text(header.get("reproduce")),
         lanes=_lanes(trace.steps),
         steps=steps,
-        messages=_messages(trace, message_variables(trace)),
+        messages=messages,
         downtimes=_downtimes(trace, {n for n in fired if n.startswith("crashes/")}),
         plan=entries,
         partitions=partitions,
         faults_recorded=bool(fired),
         kind=_kind(header),
     )
+    if not_drawn:
+        view.notes.append(
+            f"{not_drawn:,} message copies past the first {MESSAGES_DRAWN_MAX:,} are not drawn"
+        )
     end = trace.end
     if end is None:
         view.notes.append("the trace has no end record, so the oracles' verdict is not shown")

@@ -39,8 +39,9 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from protocols.checked import load_json
 from protocols.errors import TraceFormatError
-from tracing.codec import Trace, TraceStep, freeze_plain, load_json_line, thaw
+from tracing.codec import Trace, TraceStep, freeze_plain, thaw
 from tracing.inputs import TRACE_MAX_BYTES, read_regular_file
 from tracing.tla.type_expr import ANY, Shape, type_hint
 from tracing.values import (
@@ -157,6 +158,11 @@ def _in(o: Any, depth: int) -> Any:
             ((key, inner),) = o.items()
             if key.startswith("#"):
                 return _at(f"[{short_repr(key)}]", _tagged, key, inner, depth)
+        tags = sorted(key for key in o if key.startswith("#"))
+        if tags:
+            # `{"#bigint": "5", "x": 1}` is neither the integer nor a record:
+            # ITF reserves keys that start with # for tags, each alone in its object.
+            raise _Bad(f"the tag {short_repr(tags[0])} must be its object's only key")
         return {k: _at(f"[{short_repr(k)}]", _in, v, depth + 1) for k, v in o.items()}
     if t is float:
         raise _Bad(f"{o!r} is a float; TLA+ values hold only integers")
@@ -290,7 +296,12 @@ def read_itf(path: str | os.PathLike[str]) -> Trace:
     """Read an ITF file into a Trace; TraceFormatError names the file and the problem."""
     name = os.fspath(path)
     data = read_regular_file(name, "ITF trace", TRACE_MAX_BYTES, error=TraceFormatError)
-    return itf_to_trace(load_json_line(data, name, "not JSON"), name)
+    # Each level of a value is two levels of ITF (`{"#set": [...]}`).
+    doc = load_json(
+        data, name, error=TraceFormatError, max_depth=2 * MAX_DEPTH + 8,
+        max_bytes=TRACE_MAX_BYTES,
+    )
+    return itf_to_trace(doc, name)
 
 
 def itf_to_trace(doc: Any, path: str) -> Trace:
