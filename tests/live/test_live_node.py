@@ -16,7 +16,8 @@ from faults.plan import NO_FAULTS_PLAN
 from sim.live.config import LOOPBACK, NodeConfig
 from sim.live.disk import encode_record
 from sim.live.nodelog import read_node_log
-from tests.live.one_node import OneNode
+
+from .one_node import OneNode
 
 TWOPC_NODES = ("tm", "r1", "r2", "r3")
 FRAMES = 3000
