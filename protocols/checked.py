@@ -23,17 +23,21 @@ from protocols.errors import ConfigError, TlasimError, short_repr
 __all__ = [
     "JSON_MAX_BYTES",
     "JSON_MAX_DEPTH",
+    "VALUE_MAX_DEPTH",
     "checked_finite",
     "checked_int",
     "clip",
     "load_json",
 ]
 
-# How deep a JSON text may nest: above any file tlasim writes (a trace's
-# value nests at most tracing.values.MAX_DEPTH = 100 levels inside a line
-# that adds three), far below the depth at which Python's parser or a
-# recursive reader of the result would exhaust the stack.
-JSON_MAX_DEPTH = 110
+# How many containers deep a TLA+ value may nest (tracing.values.MAX_DEPTH):
+# far above any protocol's state (a bag of records of sets is 3), far below
+# Python's recursion limit.
+VALUE_MAX_DEPTH = 100
+# How deep a JSON text may nest: above any file tlasim writes (a value inside
+# a line that adds a few levels), far below the depth at which Python's
+# parser or a recursive reader of the result would exhaust the stack.
+JSON_MAX_DEPTH = VALUE_MAX_DEPTH + 10
 # The largest JSON text read whole when the caller names no limit (a file's
 # own size limit, tracing/inputs.py, is checked before this).
 JSON_MAX_BYTES = 64 * 2**20
@@ -77,7 +81,7 @@ def _check_depth(value: Any, max_depth: int) -> None:
         else:
             continue
         if depth > max_depth:
-            raise ValueError(f"nested too deep (more than {max_depth} levels)")
+            raise ValueError(f"nested too deep (at most {max_depth} levels)")
         stack.extend((child, depth + 1) for child in children)
 
 
@@ -86,9 +90,10 @@ def load_json(
     where: str,
     *,
     error: type[TlasimError] = ConfigError,
-    max_depth: int = JSON_MAX_DEPTH,
+    max_depth: int | None = JSON_MAX_DEPTH,
     max_bytes: int = JSON_MAX_BYTES,
-    what: str = "JSON",
+    unique_keys: bool = True,
+    problem: str = "not JSON",
 ) -> Any:
     """The one JSON text in `data`, or `error` naming `where` and the fault.
 
@@ -97,18 +102,26 @@ def load_json(
     digits, an object with a key twice (which value would count?), and
     nesting past `max_depth` (checked without recursion, so a reader that
     recurses over the result is safe too).
+
+    The trace reader alone passes `max_depth=None` and `unique_keys=False`:
+    it reads millions of lines, its values are depth-checked as they are
+    decoded (tracing.values), and the two checks would double its time.
     """
     if len(data) > max_bytes:
-        raise error(f"{where}: {len(data):,} bytes of {what}; the limit is {max_bytes:,}")
+        raise error(f"{where}: {len(data):,} bytes of JSON; the limit is {max_bytes:,}")
     try:
         value = json.loads(
-            data, parse_constant=_refuse_constant, object_pairs_hook=_refuse_duplicates
+            data,
+            parse_constant=_refuse_constant,
+            object_pairs_hook=_refuse_duplicates if unique_keys else None,
         )
-        _check_depth(value, max_depth)
+        if max_depth is not None:
+            _check_depth(value, max_depth)
     except RecursionError:
-        raise error(f"{where}: not {what}: nested too deep (more than {max_depth} levels)") from None
+        limit = max_depth if max_depth is not None else f"{VALUE_MAX_DEPTH} for a value"
+        raise error(f"{where}: {problem}: nested too deep (at most {limit} levels)") from None
     except ValueError as exc:  # also UnicodeDecodeError and the int-digits limit
-        raise error(f"{where}: not {what}: {clip(str(exc))}") from None
+        raise error(f"{where}: {problem}: {clip(str(exc))}") from None
     return value
 
 

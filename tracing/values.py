@@ -45,6 +45,7 @@ from collections.abc import ItemsView, Iterable, Iterator, Mapping
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, NoReturn, Self, TypeVar
 
+from protocols.checked import VALUE_MAX_DEPTH
 from protocols.errors import InternalError, TraceFormatError, short_repr
 
 __all__ = [
@@ -61,9 +62,8 @@ __all__ = [
     "to_json",
 ]
 
-# How many containers deep a value may nest: far above any protocol's state
-# (a bag of records of sets is 3), far below Python's recursion limit.
-MAX_DEPTH = 100
+# How many containers deep a value may nest (one limit for every reader).
+MAX_DEPTH = VALUE_MAX_DEPTH
 # A decoded integer fits in 64 bits, as msgpack's do (TLC itself checks 32).
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from protocols.checked import load_json
 from protocols.errors import ConfigError, TraceFormatError
 from sim import exitcodes
 from sim.cli.support import bounded_int, exit_code_help, guarded, out
@@ -51,10 +52,7 @@ def expand_traces(paths: tuple[Path, ...], any_suffix: bool = False) -> list[Pat
 def parse_constants(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--constants: not JSON: {exc}") from None
+    parsed = load_json(text, "--constants")
     if not isinstance(parsed, dict):
         raise ConfigError("--constants: expected a JSON object of name: value")
     return {name: from_json(v, f"--constants {name}") for name, v in parsed.items()}

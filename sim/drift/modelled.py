@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from protocols.checked import load_json
 from protocols.definition import ProtocolDefinition
 from protocols.errors import SpecError
 from tracing.tla.speccheck import find_spec
@@ -191,13 +192,14 @@ def record_path(definition: ProtocolDefinition, spec_dirs: Sequence[Path] | None
 def read_record(path: Path) -> ModelledRecord:
     """Read and check a record; SpecError names what is wrong with it."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_bytes()
     except FileNotFoundError:
         raise SpecError(
             f"{path}: no record of the code the spec models; write one (docs/drift.md)"
         ) from None
-    except (OSError, UnicodeError, json.JSONDecodeError) as exc:
+    except OSError as exc:
         raise SpecError(f"{path}: cannot read the record: {exc}") from None
+    data = load_json(text, f"{path}: the record", error=SpecError)
     if not isinstance(data, dict):
         raise SpecError(f"{path}: expected a JSON object, not {type(data).__name__}")
     unknown = sorted(set(data) - _RECORD_KEYS)

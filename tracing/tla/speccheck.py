@@ -23,7 +23,6 @@ Manifest schema (paths relative to the manifest's folder):
 from __future__ import annotations
 
 import importlib.resources
-import json
 import re
 import tempfile
 from collections.abc import Sequence
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
+from protocols.checked import load_json
 from protocols.errors import SpecError, TraceFormatError
 from protocols.trace_template import read_name_set
 from tracing.tla.source import ModuleDecls, read_module
@@ -224,11 +224,12 @@ def read_manifest(manifest: Path | None = None) -> list[ManifestCheck]:
     """Read and check the manifest; SpecError names what is wrong and where."""
     path = Path(manifest) if manifest is not None else _default_manifest()
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_bytes()
     except FileNotFoundError:
         raise SpecError(f"spec manifest {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SpecError(f"spec manifest {path} is not readable JSON: {exc}") from None
+    except OSError as exc:
+        raise SpecError(f"spec manifest {path} is not readable: {exc}") from None
+    data = load_json(text, f"spec manifest {path}", error=SpecError, problem="not readable JSON")
     if not isinstance(data, dict) or data.get("schema") != 1:
         raise SpecError(f'{path}: expected an object with "schema": 1')
     entries = data.get("checks")
