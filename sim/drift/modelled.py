@@ -199,7 +199,7 @@ def read_record(path: Path) -> ModelledRecord:
         ) from None
     except OSError as exc:
         raise SpecError(f"{path}: cannot read the record: {exc}") from None
-    data = load_json(text, f"{path}: the record", error=SpecError)
+    data = load_json(text, str(path), error=SpecError, problem="cannot read the record")
     if not isinstance(data, dict):
         raise SpecError(f"{path}: expected a JSON object, not {type(data).__name__}")
     unknown = sorted(set(data) - _RECORD_KEYS)
