@@ -10,9 +10,11 @@ import click
 from protocols.errors import ConfigError
 from sim import exitcodes
 from sim.cli.support import (
+    bounded_int,
     check_bug,
     exit_code_help,
     fault_plan,
+    finite_float,
     guarded,
     out,
     parse_assignments,
@@ -27,7 +29,7 @@ from tracing.printable import printable
 
 @click.command("live", epilog=exit_code_help())
 @protocol_argument
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--seed", type=bounded_int(min=0), default=0, show_default=True,
               help="Draws the workload, and the fault plan in swarm mode.")
 @click.option("--bug", default=None, help="Switch on a named bug variant (see `tlasim bugs`).")
 @click.option("--set", "protocol_overrides", multiple=True, metavar="KEY=VALUE",
@@ -36,11 +38,11 @@ from tracing.printable import printable
               help="swarm: the seed draws a fault plan (default); none: no faults.")
 @click.option("--plan", "plan_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Carry out this fault plan (JSON, or a trace whose header holds one).")
-@click.option("--tick-ms", type=click.FloatRange(min=0.1, max=10_000), default=5.0,
+@click.option("--tick-ms", type=finite_float(min=0.1, max=10_000), default=5.0,
               show_default=True, help="Milliseconds per tick of the protocol's timers and plan.")
-@click.option("--liveness-bound", type=click.IntRange(min=1), default=600, show_default=True,
+@click.option("--liveness-bound", type=bounded_int(min=1), default=600, show_default=True,
               help="Ticks the protocol has to finish after every fault healed.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True),
+@click.option("--timeout", "timeout_s", type=finite_float(min=0, min_open=True),
               default=120.0, show_default=True, help="Stop the run after this many seconds.")
 @click.option("--dir", "run_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="A new or empty folder for the nodes' logs, traces and events "
@@ -126,6 +128,11 @@ def report(result: LiveResult) -> int:
     out.print(f"faults fired: {fired}", markup=False)
     dropped = " ".join(f"{why}={n}" for why, n in sorted(result.dropped.items())) or "none"
     out.print(f"datagrams dropped: {dropped}", markup=False)
+    if result.unreadable_events:
+        # Lines no node writes (or an events file that cannot be read): skipped,
+        # so the counts above may miss what they held.
+        out.print(f"unreadable event lines: {result.unreadable_events} skipped "
+                  f"(first: {printable(result.events_problem)})", markup=False)
     if merged.failure is not None:
         out.print(f"failure: {merged.failure} (trace step {merged.failing_step})", markup=False)
     elif merged.unfinished is not None:

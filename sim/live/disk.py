@@ -23,8 +23,8 @@ from typing import Any
 
 import msgpack
 
-from protocols.errors import ConfigError
 from sim.kernel.disk import Disk
+from sim.live.files import open_node_file
 from tracing.values import Record, from_json, to_json
 
 _HEADER = struct.Struct(">II")  # payload length, crc32 of the payload
@@ -74,10 +74,8 @@ class FileDisk(Disk):
     def __init__(self, path: Path) -> None:
         super().__init__()
         self.path = path
-        try:
-            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
-            raise ConfigError(f"cannot open the node's log {path}: {exc.strerror}") from None
+        # A regular file within NODE_FILE_MAX_BYTES, or a ConfigError.
+        self._fd = open_node_file(path, "log", os.O_RDWR)
         data = b""
         while chunk := os.read(self._fd, 1 << 16):
             data += chunk

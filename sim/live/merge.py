@@ -19,10 +19,17 @@ a full socket buffer, or read by a node killed before it logged the
 receipt) stays in the bag, as a message the spec's network has not yet
 delivered. So TLC checks the network as it checks every node, and a viewer
 can match each delivery to its send.
+
+Lines that cannot be put in such an order (a clock that goes back within a
+node, a receipt or loss of a message no earlier line sent) are not a bug of
+the merge but a run whose files do not fit together: a datagram from
+outside the run that a node took, or a file edited under it. They are a
+`LiveRunError` naming the line, reported as such, never an internal error.
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,8 +38,9 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from protocols.definition import ProtocolDefinition, StepInfo
-from protocols.errors import InternalError, InvariantViolation
+from protocols.errors import InvariantViolation
 from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
+from sim.live.files import LiveRunError
 from sim.live.nodelog import NodeLine, read_node_log
 from tracing.codec import (
     END_EVENT,
@@ -60,7 +68,7 @@ def read_node_logs(run_dir: Path, node_ids: Sequence[str]) -> dict[str, list[Nod
     logs: dict[str, list[NodeLine]] = {}
     for node in node_ids:
         path = run_dir / f"{node}.trace"
-        logs[node] = read_node_log(path) if path.exists() else []
+        logs[node] = read_node_log(path) if os.path.lexists(path) else []
     return logs
 
 
@@ -69,9 +77,10 @@ def causal_order(logs: Mapping[str, Sequence[NodeLine]]) -> list[NodeLine]:
     for node, lines in logs.items():
         for before, after in pairwise(lines):
             if after.clock <= before.clock:
-                raise InternalError(
+                raise LiveRunError(
                     f"{node}'s trace line {after.number} has clock {after.clock}, not after "
-                    f"line {before.number}'s {before.clock}: its Lamport clock went back"
+                    f"line {before.number}'s {before.clock}: its Lamport clock went back, "
+                    "so the lines cannot be ordered (was the trace edited during the run?)"
                 )
     merged = [line for lines in logs.values() for line in lines]
     merged.sort(key=lambda line: (line.clock, line.owner, line.number))
@@ -101,14 +110,24 @@ class Merger:
     def _move(self, record: Hashable, by: int, line: NodeLine) -> None:
         count = self.in_flight[record] + by
         if count < 0:
-            raise InternalError(
+            raise LiveRunError(
                 f"{line.owner}'s trace line {line.number} ({line.action}) consumes a message "
-                "no earlier line sent: the merge broke causality"
+                "that no line of the run sent before it, so the nodes' traces do not fit "
+                "together (a datagram from outside the run, or a trace edited during it)"
             )
         if count:
             self.in_flight[record] = count
         else:
             del self.in_flight[record]
+
+    @staticmethod
+    def _net_msg(line: NodeLine) -> Hashable:
+        """The message a network step (a loss or a duplicate) names."""
+        if "msg" not in line.params:
+            raise LiveRunError(f"{line.owner}'s trace line {line.number} ({line.action}) "
+                               "names no message")
+        msg: Hashable = line.params["msg"]
+        return msg
 
     def step(self, line: NodeLine) -> dict[str, Any]:
         """The spec variables after `line`."""
@@ -123,10 +142,10 @@ class Merger:
         if line.recv is not None:
             self._move(line.recv, -1, line)
         if line.action == self.protocol.net_duplicate_action:
-            self._move(line.params["msg"], 1, line)
+            self._move(self._net_msg(line), 1, line)
             moved = True
         elif line.action == self.protocol.net_lose_action:
-            self._move(line.params["msg"], -1, line)
+            self._move(self._net_msg(line), -1, line)
             moved = True
         if moved:
             self._bag = dict(self.in_flight)

@@ -22,11 +22,16 @@ sent and gets a `NetLose` line, a duplicate is sent twice with a
 written to the node's events file.
 
 Every datagram is checked before the core sees it: from a known peer's
-address, a well-formed frame (sim/live/wire.py), a message the protocol
-decodes, and one the core can handle (tried first on a copy of the core, so
-that a hostile message that would make a handler raise leaves the node as it
-was). Anything else is dropped and counted, and the counts go to the events
-file.
+address, sealed with the run's key (sim/live/wire.py), a well-formed frame
+naming that peer, a clock within CLOCK_WINDOW of the node's own, a message
+the protocol decodes, and one the core can handle (tried first on a copy of
+the core, so that a hostile message that would make a handler raise leaves
+the node as it was). Anything else is dropped and counted, and the counts go
+to the events file.
+
+A node may be started by hand (docs/live.md), so its config, the `go` line
+and the files it finds are input from outside: anything wrong with them is
+one line `tlasim: error: ...` and exit 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -35,8 +40,10 @@ import copy
 import os
 import signal
 import socket
+import stat
 import sys
 import time
+import traceback
 from collections import Counter
 from collections.abc import Hashable, Mapping
 from dataclasses import replace
@@ -46,23 +53,34 @@ from typing import Any
 import trio
 
 from faults.plan import Crash, FaultPlan
-from protocols import get_protocol
+from protocols import get_protocol, zoo
 from protocols.base import Receive, Send, SetTimer, Start, Timeout, Trace
 from protocols.errors import ConfigError, InternalError, TlasimError
+from sim import exitcodes
 from sim.kernel.host import NodeHost
 from sim.kernel.injector import FaultInjector
 from sim.kernel.rng import split
 from sim.kernel.stepping import NET_NODE, StepMachine
-from sim.live.config import LOOPBACK, NodeConfig
+from sim.live.config import LOOPBACK, NodeConfig, checked_epoch
 from sim.live.disk import FileDisk
 from sim.live.events import EventLog, last_crash
 from sim.live.nodelog import NodeLog
-from sim.live.wire import MAX_FRAME_BYTES, BadFrame, decode_frame, encode_frame
+from sim.live.wire import (
+    CLOCK_WINDOW,
+    MAX_FRAME_BYTES,
+    BadFrame,
+    RunKey,
+    decode_frame,
+    encode_frame,
+)
+from tracing.printable import printable
 from tracing.values import Record
 
 # How often a node writes its drop counts to its events file (seconds): a
 # flood of bad datagrams costs one line per period, not one per datagram.
 COUNTS_PERIOD_S = 0.2
+# The longest `go` line read from stdin ("go " and a float's repr).
+GO_LINE_MAX_CHARS = 4096
 
 
 class Outgoing:
@@ -79,12 +97,22 @@ class Outgoing:
 class LiveNode(StepMachine):
     def __init__(self, cfg: NodeConfig, sock: socket.socket) -> None:
         protocol = get_protocol(cfg.protocol)
+        if protocol.net_lose_action is None:
+            raise ConfigError(f"{protocol.name}'s nodes send no messages: it does not run live")
+        zoo.check_bug(protocol.bugs, protocol.name, cfg.bug)
         options = protocol.make_options(cfg.overrides)
         config = protocol.configure(options, cfg.bug, split(cfg.seed).workload)
+        node_ids = protocol.node_ids(config)
+        # Checked before any file is opened: the node's name makes its files' names.
+        if cfg.node not in node_ids:
+            raise ConfigError(f"node {cfg.node!r:.40} is not a node of this {protocol.name} "
+                              f"run ({', '.join(node_ids)})")
+        if set(cfg.peers) != set(node_ids):
+            raise ConfigError(f"peers must name every node of the run and no other: "
+                              f"{', '.join(node_ids)}")
         super().__init__(protocol, config, protocol.make_oracle(config), emitter=None)
-        if cfg.node not in self.hosts:
-            raise InternalError(f"{cfg.node} is not a node of this {protocol.name} run")
         self.cfg = cfg
+        self.key = RunKey(cfg.key_bytes, cfg.run_id)
         self.node_id = cfg.node
         # A node process hosts its own core only; the others live elsewhere.
         self.host: NodeHost = self.hosts[cfg.node]
@@ -218,7 +246,7 @@ class LiveNode(StepMachine):
             self.event("partition" if cut is not None else "loss", dst=out.dst)
             self._spawn(self._log_loss, out)
             return
-        frame = encode_frame(self.node_id, clock, out.wire)
+        frame = encode_frame(self.key, self.node_id, clock, out.wire)
         delay = self.injector.extra_delay_on_send(now, self.node_id, out.dst)
         if delay:
             self.event("delay", dst=out.dst, ticks=delay)
@@ -309,12 +337,15 @@ class LiveNode(StepMachine):
             self.drop("unknown-sender")
             return
         try:
-            frame = decode_frame(data)
+            frame = decode_frame(self.key, data)
         except BadFrame as bad:
-            self.drop("malformed" if bad.reason != "oversized" else "oversized")
+            self.drop(bad.reason)
             return
         if frame.src != peer:
             self.drop("wrong-sender")
+            return
+        if frame.clock > self.clock + CLOCK_WINDOW:
+            self.drop("clock-jump")
             return
         try:
             msg = self.protocol.decode_message(frame.msg)
@@ -398,10 +429,10 @@ class LiveNode(StepMachine):
 
 def open_socket(cfg: NodeConfig) -> socket.socket:
     """The node's UDP socket: inherited (`sock_fd`), or bound here when it is -1."""
+    port = cfg.peers[cfg.node]
     if cfg.sock_fd >= 0:
-        sock = socket.socket(fileno=cfg.sock_fd)
+        sock = _inherited_socket(cfg.sock_fd, port)
     else:
-        port = cfg.peers[cfg.node]
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             sock.bind((LOOPBACK, port))
@@ -412,6 +443,45 @@ def open_socket(cfg: NodeConfig) -> socket.socket:
     return sock
 
 
+def _inherited_socket(fd: int, port: int) -> socket.socket:
+    """The UDP socket on LOOPBACK:`port` at descriptor `fd`, or ConfigError."""
+    where = f"sock_fd={fd}"
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:
+        raise ConfigError(f"{where}: not an open descriptor: {exc.strerror}") from None
+    if not stat.S_ISSOCK(mode):
+        raise ConfigError(f"{where}: not a socket")
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError as exc:
+        raise ConfigError(f"{where}: not a usable socket: {exc.strerror}") from None
+    try:
+        bound = sock.getsockname() if sock.family == socket.AF_INET else None
+    except OSError:
+        bound = None
+    if sock.type != socket.SOCK_DGRAM or bound != (LOOPBACK, port):
+        sock.detach()  # not this node's to close
+        raise ConfigError(f"{where}: not a UDP socket bound to {LOOPBACK}:{port}, "
+                          "this node's port in peers")
+    return sock
+
+
+def read_go(stream: Any) -> float | None:
+    """The shared tick 0 from the `go EPOCH` line (a bare `go`: now); None if
+    the supervisor gave up instead (no line, or another)."""
+    words = stream.readline(GO_LINE_MAX_CHARS).split()
+    if not words or words[0] != "go" or len(words) > 2:
+        return None
+    if len(words) == 1:
+        return time.monotonic()
+    try:
+        epoch = float(words[1])
+    except ValueError:
+        raise ConfigError(f"go {words[1]!r:.60}: the epoch must be a number") from None
+    return checked_epoch(epoch, f"go {words[1]!r:.60}: the epoch")
+
+
 def run_node(config_path: Path) -> int:
     cfg = NodeConfig.read(config_path)
     node = LiveNode(cfg, open_socket(cfg))
@@ -420,13 +490,9 @@ def run_node(config_path: Path) -> int:
         # time.monotonic() value; a bare "go" means now): every first boot is
         # then at the same moment, whatever each process took to start.
         print("ready", flush=True)
-        words = sys.stdin.readline().split()
-        if not words or words[0] != "go" or len(words) > 2:
+        epoch = read_go(sys.stdin)
+        if epoch is None:
             return 0  # the supervisor gave up before the run began
-        try:
-            epoch = float(words[1]) if len(words) == 2 else time.monotonic()
-        except ValueError:
-            raise ConfigError(f"go {words[1]!r}: the epoch must be a number") from None
         node.cfg = replace(cfg, epoch=epoch)
         time.sleep(max(0.0, min(1.0, epoch - time.monotonic())))
     trio.run(node.serve)
@@ -434,14 +500,26 @@ def run_node(config_path: Path) -> int:
 
 
 def main(argv: list[str]) -> int:
+    """Run one node; bad input is one line on stderr and exit 2, as `tlasim` says it."""
     if len(argv) != 2:
         print("usage: python -m sim.live.node CONFIG.json", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE
     try:
         return run_node(Path(argv[1]))
+    except InternalError:
+        print("tlasim: internal error (a bug in tlasim, please report it):", file=sys.stderr)
+        traceback.print_exc()
+        return exitcodes.INTERNAL
     except TlasimError as exc:
-        print(f"tlasim live node: error: {exc}", file=sys.stderr)
-        return 2
+        message = str(exc)
+    except KeyboardInterrupt:
+        return exitcodes.INTERRUPTED
+    except OSError as exc:
+        # A path of the config cannot be used (a run_dir that is gone, a full disk).
+        where = f" {exc.filename}" if exc.filename else ""
+        message = f"cannot use{where}: {exc.strerror or exc}"
+    print(f"tlasim: error: {printable(message)}", file=sys.stderr)
+    return exitcodes.USAGE
 
 
 if __name__ == "__main__":

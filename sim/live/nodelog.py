@@ -24,8 +24,12 @@ from typing import Any
 
 import structlog
 
-from protocols.errors import ConfigError, TraceFormatError
-from tracing.codec import STEP_EVENT, load_json_line
+from protocols.checked import checked_int, load_json
+from protocols.errors import TraceFormatError
+from sim.live.config import INCARNATION_MAX
+from sim.live.files import NODE_FILE_MAX_BYTES, open_node_file
+from tracing.codec import STEP_EVENT
+from tracing.inputs import read_regular_file
 from tracing.values import Record, from_json, to_json
 
 _TAGGED = ("params", "view", "log", "sent", "recv")
@@ -65,13 +69,14 @@ class NodeLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        lines = read_node_log(path) if path.exists() else []
+        fd = open_node_file(path, "trace", os.O_RDWR | os.O_APPEND)
+        try:
+            lines = read_node_log(path)
+        except BaseException:
+            os.close(fd)
+            raise
         self.last_clock = lines[-1].clock if lines else 0
         self.lines_before = len(lines)
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
-            raise ConfigError(f"cannot open the node's trace {path}: {exc.strerror}") from None
         _cut_torn_line(fd)
         self._fd = fd
         self._log = _LineLogger(_AppendOnly(fd), [_tag, _render], {})
@@ -116,12 +121,20 @@ class NodeLine:
     faults: tuple[str, ...] = ()  # the plan's faults that struck in the step
 
 
-_INT_FIELDS = ("incarnation", "clock", "ts")
+# The largest clock or tick a line may hold: a 64-bit integer (a clock stays
+# below sim.live.wire.MAX_CLOCK plus the run's lines).
+_INT_MAX = 2**63 - 1
+_INT_FIELDS = (("incarnation", 0, INCARNATION_MAX), ("clock", 1, _INT_MAX), ("ts", 0, _INT_MAX))
 
 
 def read_node_log(path: Path) -> list[NodeLine]:
-    """Every whole line of a node's trace, checked; a torn last line is left out."""
-    data = path.read_bytes()
+    """Every whole line of a node's trace, checked; a torn last line is left out.
+
+    A trace is read as input from outside, within NODE_FILE_MAX_BYTES; a line
+    that is not one a node writes is a TraceFormatError naming it.
+    """
+    data = read_regular_file(path, "the node trace", NODE_FILE_MAX_BYTES,
+                             error=TraceFormatError)
     raw_lines = data.split(b"\n")[:-1]  # what follows the last newline is torn
     owner = path.stem
     return [
@@ -131,12 +144,12 @@ def read_node_log(path: Path) -> list[NodeLine]:
 
 
 def _line(owner: str, number: int, raw: bytes, where: str) -> NodeLine:
-    obj = load_json_line(raw, where)
+    obj = load_json(raw, where, error=TraceFormatError)
     if type(obj) is not dict or obj.get("event") != STEP_EVENT:
         raise TraceFormatError(f"{where}: not a node trace line")
-    for name in _INT_FIELDS:
-        if type(obj.get(name)) is not int:
-            raise TraceFormatError(f"{where}: {name} must be an integer")
+    for name, low, high in _INT_FIELDS:
+        checked_int(obj.get(name), f"{where}: {name}", low=low, high=high,
+                    error=TraceFormatError)
     for name in ("node", "action"):
         if type(obj.get(name)) is not str:
             raise TraceFormatError(f"{where}: {name} must be a string")

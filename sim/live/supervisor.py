@@ -14,12 +14,18 @@ crash's `restart_ticks` and starts the node again; it ends the run when the
 merged state says the workload is done (or at the liveness deadline, or
 `timeout_s`), stops every node with SIGTERM, merges their traces into one
 (sim/live/merge.py) and writes it.
+
+Each run draws a secret key (`secrets.token_bytes`) and an identity; both go
+to the nodes in their config files (mode 0600), and every frame carries a
+tag made with them (sim/live/wire.py), so a node takes no datagram from
+outside the run, whatever port it comes from.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import secrets
 import selectors
 import signal
 import socket
@@ -30,19 +36,21 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 from faults.plan import FaultPlan
 from faults.swarm import swarm_plan
 from protocols import get_protocol
 from protocols.definition import ProtocolDefinition
 from protocols.errors import ConfigError, InternalError
+from sim import exitcodes
 from sim.drift.revision import source_revision
 from sim.kernel.rng import split
-from sim.live.config import LOOPBACK, NodeConfig
+from sim.live.config import LOOPBACK, TICK_MS_MAX, TICK_MS_MIN, NodeConfig
 from sim.live.events import EventTotals, last_crash
+from sim.live.files import LiveRunError
 from sim.live.merge import MergedRun, causal_order, read_node_logs, write_merged
-from sim.live.wire import MAX_FRAME_BYTES
+from sim.live.wire import KEY_BYTES, MAX_FRAME_BYTES
 from sim.run.runner import TOOL_VERSION
 from tracing.codec import TraceFormat
 
@@ -70,8 +78,9 @@ class LiveOptions:
     trace_format: TraceFormat = "ndjson"
 
     def __post_init__(self) -> None:
-        if not 0.1 <= self.tick_ms <= 10_000:
-            raise ConfigError(f"tick_ms={self.tick_ms!r}: must be between 0.1 and 10000")
+        if not TICK_MS_MIN <= self.tick_ms <= TICK_MS_MAX:
+            raise ConfigError(f"tick_ms={self.tick_ms!r}: must be between {TICK_MS_MIN:g} "
+                              f"and {TICK_MS_MAX:g}")
         if self.liveness_bound_ticks < 1 or self.swarm_horizon_ticks < 1:
             raise ConfigError("the liveness bound and swarm horizon must be positive (ticks)")
         if not self.timeout_s > 0:
@@ -93,6 +102,8 @@ class LiveResult:
     events: Counter[str] = field(default_factory=Counter)  # faults fired, by kind
     dropped: Counter[str] = field(default_factory=Counter)  # datagrams dropped, by reason
     messages_sent: int = 0
+    unreadable_events: int = 0  # lines of the nodes' events files skipped as no event
+    events_problem: str | None = None  # why the first of them was skipped
 
     tick_ms: float = 0.0
 
@@ -174,6 +185,9 @@ class Supervisor:
         self.trace_path = trace_path or run_dir / f"merged.{self.options.trace_format}"
         self.nodes: dict[str, _Node] = {}
         self.epoch = 0.0
+        # This run's alone: every frame is sealed with them (sim/live/wire.py).
+        self.key = secrets.token_bytes(KEY_BYTES)
+        self.run_id = secrets.token_hex(16)
 
     # ---- what every option of the run is ----
 
@@ -218,7 +232,7 @@ class Supervisor:
             overrides=self.overrides, node=entry.node, incarnation=entry.incarnation,
             tick_ms=self.options.tick_ms, epoch=self.epoch, peers=peers,
             sock_fd=entry.sock.fileno(), run_dir=str(self.run_dir.resolve()),
-            plan=self.plan.to_dict(),
+            plan=self.plan.to_dict(), key=self.key.hex(), run_id=self.run_id,
         )
         config_path = self.run_dir / f"{entry.node}.{entry.incarnation}.json"
         cfg.write(config_path)
@@ -246,9 +260,11 @@ class Supervisor:
             assert process is not None and process.stdout is not None
             line = _read_line(process.stdout, give_up)
             if line != "ready":
-                raise InternalError(
-                    f"node {entry.node} did not start: {self._stderr_tail(entry.node)}"
-                )
+                try:
+                    code: int | None = process.wait(timeout=STOP_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    code = None
+                self._failed(entry.node, code, "did not start")
         self.epoch = time.monotonic() + GO_MARGIN_S
         for entry in self.nodes.values():
             process = entry.process
@@ -261,6 +277,13 @@ class Supervisor:
         text = path.read_text(errors="replace") if path.exists() else ""
         return text.strip()[-2000:] or "(no output)"
 
+    def _failed(self, node: str, code: int | None, what: str) -> NoReturn:
+        """A node stopped early: its input refused (exit 2) is the run's error;
+        anything else is a bug."""
+        if code == exitcodes.USAGE:
+            raise LiveRunError(f"node {node} {what}: {self._stderr_tail(node)}")
+        raise InternalError(f"node {node} {what} (exit code {code}): {self._stderr_tail(node)}")
+
     def _reap(self, entry: _Node) -> None:
         """A node exited: schedule the restart its crash asked for, or fail."""
         process = entry.process
@@ -270,11 +293,14 @@ class Supervisor:
             process.stdout.close()
         entry.process = None
         crash = last_crash(self.run_dir / f"{entry.node}.events", entry.incarnation)
-        if code != -signal.SIGKILL or crash is None:
-            raise InternalError(
-                f"node {entry.node} exited with code {code} unasked: "
-                f"{self._stderr_tail(entry.node)}"
+        if code == -signal.SIGKILL and crash is None:
+            raise LiveRunError(
+                f"node {entry.node} was killed (SIGKILL) with no crash of the plan logged in "
+                f"{entry.node}.events: killed from outside the run, or its events file was "
+                "written to by another"
             )
+        if crash is None:
+            self._failed(entry.node, code, "exited unasked")
         restart_s = crash["restart_ticks"] * self.options.tick_ms / 1000.0
         entry.restart_at = time.monotonic() + restart_s
 
@@ -358,7 +384,7 @@ class Supervisor:
         try:
             lines = causal_order(read_node_logs(self.run_dir, self.node_ids))
             merged = write_merged(self.protocol, self.config, lines, io.BytesIO(), self._header())
-        except InternalError:
+        except LiveRunError:
             # The files are read one after another while the nodes run, so a
             # receipt may be read without the line that sent it (read a moment
             # before it was written): not a consistent cut, and not done yet.
@@ -379,6 +405,7 @@ class Supervisor:
         totals = EventTotals(result.events, result.dropped)
         for node in self.node_ids:
             totals.add(self.run_dir / f"{node}.events")
+        result.unreadable_events, result.events_problem = totals.unreadable, totals.problem
         logs = read_node_logs(self.run_dir, self.node_ids)
         result.messages_sent = sum(len(line.sent) for lines in logs.values() for line in lines)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import select
 import signal
 import socket
@@ -14,7 +15,7 @@ from typing import Any
 from faults.plan import NO_FAULTS_PLAN
 from sim.live.config import LOOPBACK, NodeConfig
 from sim.live.events import EventTotals, read_events
-from sim.live.wire import MAX_FRAME_BYTES, Frame, decode_frame, encode_frame
+from sim.live.wire import KEY_BYTES, MAX_FRAME_BYTES, Frame, RunKey, decode_frame, encode_frame
 
 
 class OneNode:
@@ -37,11 +38,15 @@ class OneNode:
         self.node = node
         self.run_dir = tmp_path
         own = self.sockets[node]
+        # The run's key, which this test holds as the node's peers do.
+        key = secrets.token_bytes(KEY_BYTES)
+        self.key = RunKey(key, "one-node")
         self.config = NodeConfig(
             protocol=protocol, seed=0, bug=None, overrides={}, node=node,
             incarnation=incarnation, tick_ms=tick_ms, epoch=time.monotonic(),
             peers={name: s.getsockname()[1] for name, s in self.sockets.items()},
             sock_fd=own.fileno(), run_dir=str(tmp_path), plan=NO_FAULTS_PLAN.to_dict(),
+            key=key.hex(), run_id=self.key.run_id,
         )
         path = tmp_path / f"{node}.{incarnation}.json"
         self.config.write(path)
@@ -63,15 +68,19 @@ class OneNode:
     def send_raw(self, sender: str, data: bytes) -> None:
         self.sockets[sender].sendto(data, self.sockets[self.node].getsockname())
 
+    def send_sealed(self, sender: str, body: bytes) -> None:
+        """`body` under the run's tag: what a peer holding the key may send."""
+        self.send_raw(sender, self.key.seal(body))
+
     def send(self, sender: str, clock: int, wire: Any) -> None:
-        self.send_raw(sender, encode_frame(sender, clock, wire))
+        self.send_raw(sender, encode_frame(self.key, sender, clock, wire))
 
     def receive(self, at: str, timeout_s: float = 30.0) -> Frame:
         sock = self.sockets[at]
         ready, _, _ = select.select([sock], [], [], timeout_s)
         assert ready, f"no datagram reached {at} in {timeout_s} s; node stderr: {self.stderr()}"
         data, _ = sock.recvfrom(MAX_FRAME_BYTES + 1)
-        return decode_frame(data)
+        return decode_frame(self.key, data)
 
     def dropped(self) -> dict[str, int]:
         """The node's latest drop counts, from its events file."""
@@ -80,7 +89,7 @@ class OneNode:
         return dict(totals.dropped)
 
     def events(self) -> list[dict[str, Any]]:
-        return read_events(self.run_dir / f"{self.node}.events")
+        return read_events(self.run_dir / f"{self.node}.events").events
 
     def stop(self) -> int:
         if self.process.poll() is None:

@@ -16,6 +16,7 @@ from faults.plan import NO_FAULTS_PLAN
 from sim.live.config import LOOPBACK, NodeConfig
 from sim.live.disk import encode_record
 from sim.live.nodelog import read_node_log
+from sim.live.wire import RunKey
 
 from .one_node import OneNode
 
@@ -41,28 +42,40 @@ def _junk(rng: random.Random, depth: int = 0) -> Any:
             "tx": _junk(rng, depth + 1), "rm": _junk(rng, depth + 1)}
 
 
-def hostile_frames(rng: random.Random, count: int) -> list[tuple[str, bytes]]:
-    """(sender, datagram) pairs, none of them a message of the run from its sender."""
+def hostile_frames(rng: random.Random, count: int, key: RunKey) -> list[tuple[str, bytes]]:
+    """(sender, datagram) pairs, none of them a message of the run from its sender.
+
+    Most are sealed with the run's key, as a peer gone wrong could send them,
+    so that every check after the tag's is reached too.
+    """
     frames: list[tuple[str, bytes]] = []
     for _ in range(count):
-        kind = rng.randrange(6)
-        if kind == 0:
+        kind = rng.randrange(8)
+        if kind == 0:  # noise, with no tag
             data = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 200)))
         elif kind == 1:
-            data = msgpack.packb(_junk(rng))
+            data = key.seal(msgpack.packb(_junk(rng)))
         elif kind == 2:  # a frame claiming another sender than the socket it comes from
-            data = msgpack.packb({"src": "r2", "clock": 1, "msg": {
-                "type": "Prepare", "tx": "t1", "rm": "r1"}})
+            data = key.seal(msgpack.packb({"src": "r2", "clock": 1, "msg": {
+                "type": "Prepare", "tx": "t1", "rm": "r1"}}))
         elif kind == 3:
-            data = msgpack.packb({"src": "tm", "clock": 1,
-                                  "msg": msgpack.ExtType(rng.randrange(128), b"\x00")})
+            data = key.seal(msgpack.packb({"src": "tm", "clock": 1,
+                                           "msg": msgpack.ExtType(rng.randrange(128), b"\x00")}))
         elif kind == 4:  # the frame's shape, a message no decoder or core can take
-            data = msgpack.packb({"src": "tm", "clock": rng.randrange(2**62), "msg": {
+            data = key.seal(msgpack.packb({"src": "tm", "clock": rng.randrange(99), "msg": {
                 "type": rng.choice(["Prepare", "Commit", "Abort", "Zap"]),
                 "tx": rng.choice([5, None, ["t1"], "t99", {"a": 1}]),
-                "rm": rng.choice(["r1", 7, None])}})
-        else:
-            data = msgpack.packb({"src": "tm", "clock": -rng.randrange(1, 99), "msg": {}})
+                "rm": rng.choice(["r1", 7, None])}}))
+        elif kind == 5:
+            data = key.seal(msgpack.packb({"src": "tm", "clock": -rng.randrange(1, 99),
+                                           "msg": {}}))
+        elif kind == 6:  # a real message of the run, with no tag or a forged one
+            body = msgpack.packb({"src": "tm", "clock": 1, "msg": {
+                "type": "Prepare", "tx": "t1", "rm": "r1"}})
+            data = rng.choice([b"", bytes(32), key.tag(body)[::-1]]) + body
+        else:  # a clock far ahead of any the run reached
+            data = key.seal(msgpack.packb({"src": "tm", "clock": 2**40 + rng.randrange(2**61),
+                                           "msg": {"type": "Abort", "tx": "t1", "rm": "r1"}}))
         frames.append(("tm", data))
     return frames
 
@@ -72,7 +85,7 @@ def test_thousands_of_hostile_datagrams_are_dropped_and_the_node_still_answers(
 ) -> None:
     node = OneNode(tmp_path, "r1", TWOPC_NODES)
     try:
-        frames = hostile_frames(random.Random(14), FRAMES)
+        frames = hostile_frames(random.Random(14), FRAMES, node.key)
         stranger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         stranger.bind((LOOPBACK, 0))
         for number, (sender, data) in enumerate(frames):
@@ -94,7 +107,7 @@ def test_thousands_of_hostile_datagrams_are_dropped_and_the_node_still_answers(
         dropped = node.dropped()
         assert sum(dropped.values()) == FRAMES + strangers, dropped
         assert dropped["unknown-sender"] == strangers
-        assert {"malformed", "wrong-sender"} <= set(dropped)
+        assert {"bad-mac", "malformed", "wrong-sender", "clock-jump"} <= set(dropped)
         assert {"undecodable", "refused-by-core"} & set(dropped)
     finally:
         code = node.stop()
@@ -134,6 +147,7 @@ def test_a_node_that_cannot_bind_its_port_says_so_and_exits_2(tmp_path: Path) ->
             protocol="twopc", seed=0, bug=None, overrides={}, node="tm", incarnation=0,
             tick_ms=5.0, epoch=0.0, peers={"tm": port, "r1": 9, "r2": 10, "r3": 11},
             sock_fd=-1, run_dir=str(tmp_path), plan=NO_FAULTS_PLAN.to_dict(),
+            key="00" * 32, run_id="by-hand",
         )
         path = tmp_path / "tm.json"
         config.write(path)
