@@ -95,6 +95,8 @@ class NodeConfig:
                 raise ConfigError(f"{where}: {name} must be a JSON object")
         for name, port in data["peers"].items():
             checked_int(port, f"{where}: peers[{name!r:.40}]", low=1, high=65535)
+        if len(set(data["peers"].values())) != len(data["peers"]):
+            raise ConfigError(f"{where}: peers must have a port each")
         if data["node"] not in data["peers"]:
             raise ConfigError(f"{where}: peers must name this node, {data['node']!r:.40}, "
                               "and its port")

@@ -46,7 +46,7 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Hashable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ import trio
 from faults.plan import Crash, FaultPlan
 from protocols import get_protocol, zoo
 from protocols.base import Receive, Send, SetTimer, Start, Timeout, Trace
+from protocols.definition import ProtocolDefinition
 from protocols.errors import ConfigError, InternalError, TlasimError
 from sim import exitcodes
 from sim.kernel.host import NodeHost
@@ -94,22 +95,37 @@ class Outgoing:
         self.record = record
 
 
+@dataclass(frozen=True, slots=True)
+class RunParts:
+    """What a node config names, made: the protocol, the run's configuration, the plan."""
+
+    protocol: ProtocolDefinition
+    config: Any
+    plan: FaultPlan
+
+
+def resolve(cfg: NodeConfig) -> RunParts:
+    """The run `cfg` describes, or ConfigError: checked before the node opens a
+    socket or a file (its name makes its files' names)."""
+    protocol = get_protocol(cfg.protocol)
+    if protocol.net_lose_action is None:
+        raise ConfigError(f"{protocol.name}'s nodes send no messages: it does not run live")
+    zoo.check_bug(protocol.bugs, protocol.name, cfg.bug)
+    options = protocol.make_options(cfg.overrides)
+    config = protocol.configure(options, cfg.bug, split(cfg.seed).workload)
+    node_ids = protocol.node_ids(config)
+    if cfg.node not in node_ids:
+        raise ConfigError(f"node {cfg.node!r:.40} is not a node of this {protocol.name} "
+                          f"run ({', '.join(node_ids)})")
+    if set(cfg.peers) != set(node_ids):
+        raise ConfigError(f"peers must name every node of the run and no other: "
+                          f"{', '.join(node_ids)}")
+    return RunParts(protocol, config, FaultPlan.from_dict(cfg.plan, "the run's fault plan"))
+
+
 class LiveNode(StepMachine):
-    def __init__(self, cfg: NodeConfig, sock: socket.socket) -> None:
-        protocol = get_protocol(cfg.protocol)
-        if protocol.net_lose_action is None:
-            raise ConfigError(f"{protocol.name}'s nodes send no messages: it does not run live")
-        zoo.check_bug(protocol.bugs, protocol.name, cfg.bug)
-        options = protocol.make_options(cfg.overrides)
-        config = protocol.configure(options, cfg.bug, split(cfg.seed).workload)
-        node_ids = protocol.node_ids(config)
-        # Checked before any file is opened: the node's name makes its files' names.
-        if cfg.node not in node_ids:
-            raise ConfigError(f"node {cfg.node!r:.40} is not a node of this {protocol.name} "
-                              f"run ({', '.join(node_ids)})")
-        if set(cfg.peers) != set(node_ids):
-            raise ConfigError(f"peers must name every node of the run and no other: "
-                              f"{', '.join(node_ids)}")
+    def __init__(self, cfg: NodeConfig, parts: RunParts, sock: socket.socket) -> None:
+        protocol, config = parts.protocol, parts.config
         super().__init__(protocol, config, protocol.make_oracle(config), emitter=None)
         self.cfg = cfg
         self.key = RunKey(cfg.key_bytes, cfg.run_id)
@@ -121,7 +137,7 @@ class LiveNode(StepMachine):
         self.host.disk = self.disk
         self.log = NodeLog(cfg.file(".trace"))
         self.clock = self.log.last_clock
-        self.plan = FaultPlan.from_dict(cfg.plan, "the run's fault plan")
+        self.plan = parts.plan
         self.injector = FaultInjector(self.plan)
         self.sock = sock
         self.addresses = {node: (LOOPBACK, port) for node, port in cfg.peers.items()}
@@ -484,7 +500,8 @@ def read_go(stream: Any) -> float | None:
 
 def run_node(config_path: Path) -> int:
     cfg = NodeConfig.read(config_path)
-    node = LiveNode(cfg, open_socket(cfg))
+    parts = resolve(cfg)
+    node = LiveNode(cfg, parts, open_socket(cfg))
     if cfg.incarnation == 0:
         # Say ready, then wait for the shared tick 0 ("go EPOCH", a
         # time.monotonic() value; a bare "go" means now): every first boot is
