@@ -65,6 +65,7 @@ POLL_S = 0.005
 # the workload is done (seconds).
 DONE_CHECK_S = 0.25
 STOP_GRACE_S = 5.0
+STDERR_TAIL_BYTES = 1 << 16  # how much of a failed node's stderr is read for the error
 # Each node's socket buffer: loopback bursts must not drop datagrams.
 SOCKET_BUFFER_BYTES = 1 << 20
 
@@ -273,15 +274,22 @@ class Supervisor:
             process.stdin.close()
 
     def _stderr_tail(self, node: str) -> str:
-        path = self.run_dir / f"{node}.stderr"
-        text = path.read_text(errors="replace") if path.exists() else ""
+        """The end of what the node's processes wrote to stderr (read bounded)."""
+        try:
+            with (self.run_dir / f"{node}.stderr").open("rb") as stream:
+                stream.seek(max(0, stream.seek(0, os.SEEK_END) - STDERR_TAIL_BYTES))
+                text = stream.read(STDERR_TAIL_BYTES).decode(errors="replace")
+        except OSError:
+            text = ""
         return text.strip()[-2000:] or "(no output)"
 
     def _failed(self, node: str, code: int | None, what: str) -> NoReturn:
         """A node stopped early: its input refused (exit 2) is the run's error;
         anything else is a bug."""
         if code == exitcodes.USAGE:
-            raise LiveRunError(f"node {node} {what}: {self._stderr_tail(node)}")
+            # The node's own one-line error says why.
+            said = self._stderr_tail(node).splitlines()[-1].removeprefix("tlasim: error: ")
+            raise LiveRunError(f"node {node} {what}: {said}")
         raise InternalError(f"node {node} {what} (exit code {code}): {self._stderr_tail(node)}")
 
     def _reap(self, entry: _Node) -> None:

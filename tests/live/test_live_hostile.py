@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -22,8 +23,10 @@ import msgpack
 import pytest
 
 from faults.plan import NO_FAULTS_PLAN, Crash, FaultPlan
+from sim.cli.live import report
 from sim.live.config import LOOPBACK, NodeConfig
 from sim.live.events import EVENTS_MAX_BYTES, EventTotals, last_crash, read_events
+from sim.live.files import LiveRunError
 from sim.live.nodelog import read_node_log
 from sim.live.supervisor import LiveOptions, LiveResult, Supervisor
 from sim.live.wire import CLOCK_WINDOW, RunKey
@@ -155,7 +158,9 @@ def test_an_events_file_that_is_no_regular_file_or_too_large_counts_as_unreadabl
         assert last_crash(path, 0) is None
 
 
-def test_a_run_whose_events_files_take_garbage_finishes_and_says_so(tmp_path: Path) -> None:
+def test_a_run_whose_events_files_take_garbage_finishes_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
     def scribble(supervisor: Supervisor) -> None:
         # Into the events file of a node the plan SIGKILLs and restarts (the
         # supervisor reads it to restart the node, which reads it to recover).
@@ -167,9 +172,24 @@ def test_a_run_whose_events_files_take_garbage_finishes_and_says_so(tmp_path: Pa
     result = run_meddled(tmp_path, plan, scribble)
     assert result.events["crash"] == 1 and result.incarnations["r2"] == 2
     assert result.unreadable_events == 2 * len(GARBAGE_EVENTS)
+    report(result)
+    said = capsys.readouterr().out
+    assert f"unreadable event lines: {2 * len(GARBAGE_EVENTS)} skipped (first: " in said
     assert result.merged.failure is None and result.merged.unfinished is None
     verdict = validate_trace(result.trace_path, explain=False)
     assert verdict.accepted, verdict.summary()
+
+
+def test_a_node_killed_from_outside_the_run_is_the_runs_error_not_a_bug(
+    tmp_path: Path,
+) -> None:
+    def kill(supervisor: Supervisor) -> None:
+        process = supervisor.nodes["r1"].process
+        assert process is not None
+        process.send_signal(signal.SIGKILL)
+
+    with pytest.raises(LiveRunError, match=r"r1 was killed .* no crash of the plan"):
+        run_meddled(tmp_path, NO_FAULTS_PLAN, kill)
 
 
 # ---- a node started by hand ----
