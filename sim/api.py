@@ -38,6 +38,7 @@ from sim.kernel.rng import split
 from sim.kernel.simulation import OUTCOME_OK, RunResult
 from sim.run.report import FailureReport, reproduce_command, trace_excerpt
 from sim.run.runner import replay_traced, run_seed
+from tracing.outputs import write_output
 
 
 class RunFailed(AssertionError):
@@ -77,7 +78,7 @@ def save_plan(
     folder = (directory or failure_dir()).resolve()
     target = folder / f"{protocol}-seed{seed}-{digest}.plan.json"
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text)
+    write_output(target, "the failure's plan file", text.encode("utf-8"))
     # pytest names the running test here; hypothesis runs all of a test's examples in it.
     test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
     key = (str(folder), protocol, str(seed), bug or "", settings, test)
@@ -108,8 +109,7 @@ class Outcome:
             plan_path = save_plan(self.protocol, result.seed, result.plan, bug=result.bug,
                                   protocol_overrides=self.protocol_overrides)
         else:
-            plan_path.parent.mkdir(parents=True, exist_ok=True)
-            plan_path.write_text(result.plan.to_json())
+            write_output(plan_path, "--out", result.plan.to_json().encode("utf-8"))
         return FailureReport(
             protocol=self.protocol,
             seed=result.seed,

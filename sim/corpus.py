@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import shlex
 import tempfile
@@ -78,6 +77,7 @@ from sim.run.runner import TOOL_VERSION, run_seed
 from tracing.codec import Trace, TraceFormat, read_trace, write_trace
 from tracing.mutation.mutate import MUTATIONS, mutate, renumbered
 from tracing.mutation.partial import STRIPPINGS, strip
+from tracing.outputs import write_output
 from tracing.tla.speccheck import load_trace_spec
 from tracing.tla.tlc import find_java, find_tla2tools
 from tracing.validation.validator import Verdict, validate_traces
@@ -344,7 +344,7 @@ class _Maker:
         if f.partial is not None:
             trace = strip(trace, f.partial, network=(NETWORK_VARIABLE,), seed=f.rng.getrandbits(32))
         trace = renumbered(replace(trace, header=_blind(trace.header)))
-        write_trace(trace, final, self.options.trace_format)
+        write_trace(trace, final, self.options.trace_format, what="--out")
         f.checked = Trace(str(final), trace.header, trace.steps)
 
     def _mutant(self, f: _File, how: str) -> Trace:
@@ -423,9 +423,7 @@ def reproduce_command(options: CorpusOptions) -> str:
 def _write_json(path: Path, document: Any) -> None:
     """Write whole or not at all: a reader never sees half a manifest."""
     text = json.dumps(document, indent=1, ensure_ascii=False) + "\n"
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    write_output(path, "--out", text.encode("utf-8"))
 
 
 # What a validator needs from a header. The rest (options naming a bug

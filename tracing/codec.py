@@ -27,6 +27,7 @@ import msgpack
 
 from protocols.errors import ConfigError, InternalError, TraceFormatError
 from tracing.inputs import TRACE_MAX_BYTES, open_regular_file
+from tracing.outputs import open_output
 from tracing.values import (
     INT_MAX,
     INT_MIN,
@@ -506,13 +507,16 @@ def _event(record: Mapping[str, Any]) -> str:
     return f"the {record.get('event', 'trace')!r} record"
 
 
-def write_trace(trace: Trace, path: str | os.PathLike[str], fmt: TraceFormat = "ndjson") -> None:
+def write_trace(
+    trace: Trace, path: str | os.PathLike[str], fmt: TraceFormat = "ndjson", *, what: str = "trace"
+) -> None:
     """Write a whole `Trace` (header, if any, then its steps) as a trace file.
 
     A step keeps the fields it has: a partial line stays partial, so what
-    `read_trace` reads back is the same trace.
+    `read_trace` reads back is the same trace. The file is written by
+    `tracing.outputs`' rule; `what` names it in an error.
     """
-    with open(path, "wb") as stream:
+    with open_output(path, what) as stream:
         writer = TraceWriter(stream, fmt)
         if trace.header is not None:
             header = {"event": HEADER_EVENT, **{k: thaw(v) for k, v in trace.header.items()}}

@@ -32,6 +32,7 @@ from sim.drift.revision import source_revision
 from sim.kernel.options import NetworkOptions, SimOptions
 from sim.kernel.simulation import OUTCOME_OK
 from sim.run.runner import replay_traced, run_recorded, run_seed
+from tracing.outputs import open_output
 from tracing.tla.binary import PreparedTrace
 
 if TYPE_CHECKING:
@@ -163,9 +164,11 @@ def run_batch(
 def _keep(path: Path, trace_dir: str) -> str:
     target = (Path(trace_dir) / path.name).resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
-    # move, not os.replace: the scratch directory is often on another
-    # filesystem (a tmpfs /tmp), where a rename fails.
-    shutil.move(path, target)
+    # Copied, not renamed: the scratch directory is often on another
+    # filesystem (a tmpfs /tmp), where a rename fails. The copy follows
+    # tracing/outputs.py's rule, so it never lands on a FIFO, a device or a folder.
+    with path.open("rb") as source, open_output(target, "--trace-dir") as kept:
+        shutil.copyfileobj(source, kept)
     return str(target)
 
 

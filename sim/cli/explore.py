@@ -38,6 +38,7 @@ from sim.explore.search import (
 from sim.explore.system import FaultBounds
 from sim.kernel.rng import split
 from sim.run.runner import TOOL_VERSION
+from tracing.outputs import open_output
 from tracing.printable import printable
 
 DEFAULT_OUT = Path(".tlasim/explore")
@@ -180,7 +181,7 @@ def explore_command(
     schedule_path = out_dir / f"{stem}.schedule.json"
     trace_path = out_dir / f"{stem}.ndjson"
     schedule.write(schedule_path)
-    with trace_path.open("wb") as stream:
+    with open_output(trace_path, "--out") as stream:
         again = replay(schedule, stream=stream, tool_version=TOOL_VERSION)
     out.print(f"FAILURE {found.kind}: {found.failure}", markup=False)
     out.print(f"schedule ({len(found.schedule)} moves):", markup=False)

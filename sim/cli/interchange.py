@@ -19,6 +19,7 @@ from tracing.codec import read_trace
 from tracing.inputs import check_regular_file
 from tracing.interchange.foreign import load_foreign_trace
 from tracing.interchange.itf import write_itf
+from tracing.outputs import write_output
 
 
 @click.command("export", epilog=exit_code_help())
@@ -55,4 +56,4 @@ def export(
     if out_path is None:
         sys.stdout.write(text.getvalue())
     else:
-        out_path.write_text(text.getvalue(), encoding="utf-8")
+        write_output(out_path, "--out", text.getvalue().encode("utf-8"))

@@ -44,6 +44,7 @@ from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
 from sim.run.report import reproduce_command
 from sim.run.runner import TOOL_VERSION, run_seed
 from tracing.codec import TraceFormat
+from tracing.outputs import open_output
 from tracing.printable import printable
 
 
@@ -217,8 +218,7 @@ def _run_schedule(
         trace_path = Path(scratch.name) / f"{protocol}-schedule.{trace_format}"
     try:
         if trace_path is not None:
-            trace_path.parent.mkdir(parents=True, exist_ok=True)
-            with trace_path.open("wb") as stream:
+            with open_output(trace_path, "--trace") as stream:
                 result = replay(schedule, stream=stream, trace_format=trace_format,
                                 tool_version=TOOL_VERSION)
         else:

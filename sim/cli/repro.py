@@ -116,8 +116,11 @@ def repro(db_path: Path, failure_id: str, trace_path: Path | None, original: boo
         from tracing.validation.validator import validate_trace
 
         with tempfile.TemporaryDirectory(prefix="tlasim-repro-") as scratch:
-            path = trace_path or Path(scratch) / "replayed.ndjson"
-            if trace_path is None:
+            path = Path(scratch) / "replayed.ndjson"
+            if trace_path is not None and trace_path.is_file():
+                path = trace_path
+            else:
+                # No --trace, or one that cannot be read back (a FIFO, /dev/null).
                 run_seed(protocol, recorded.seed, bug=bug, options=options,
                          protocol_overrides=overrides, trace_path=path)
             verdict = validate_trace(path)

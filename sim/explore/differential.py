@@ -26,6 +26,7 @@ from sim.explore.moves import Move
 from sim.explore.schedule import Schedule, replay
 from sim.explore.search import Exploration, Progress, SearchBounds, explore
 from sim.run.runner import TOOL_VERSION
+from tracing.outputs import open_output
 from tracing.validation.validator import Verdict, validate_traces
 
 
@@ -86,7 +87,7 @@ def write_witnesses(
             schedule_of.protocol, schedule_of.seed, schedule_of.bug,
             schedule_of.protocol_options, schedule_of.faults, moves,
         )
-        with path.open("wb") as stream:
+        with open_output(path, "a witness trace") as stream:
             replay(schedule, stream=stream, tool_version=TOOL_VERSION)
         written.append((moves, path))
     return written

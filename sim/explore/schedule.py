@@ -74,8 +74,11 @@ class Schedule:
         }
 
     def write(self, path: Path) -> None:
+        """Write the schedule into `path`, whose folder (explore's --out) is made if missing."""
+        from tracing.outputs import write_output
+
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        write_output(path, "--out", (json.dumps(self.to_json(), indent=1) + "\n").encode())
 
     @staticmethod
     def from_json(data: Any, where: str) -> Schedule:

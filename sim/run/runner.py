@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import io
-import os
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -18,6 +18,7 @@ from sim.kernel.simulation import RunResult, Simulation
 from sim.run.report import reproduce_command
 from tracing.emit.emitter import TraceEmitter
 from tracing.emit.recorder import TLCRecorder
+from tracing.outputs import open_output
 from tracing.tla.binary import PreparedTrace
 from tracing.validation.report import TRACE_PLACEHOLDER
 
@@ -112,21 +113,19 @@ def run_seed(
     """
     sim_options = options or SimOptions()
     fmt = sim_options.trace_format
-    stream: BinaryIO | None = None
     buffer: io.BytesIO | None = None
-    partial: Path | None = None
-    if trace_path is not None:
-        trace_path.parent.mkdir(parents=True, exist_ok=True)
-        # The trace is written beside its place and moved there whole, so a
-        # run that fails leaves whatever was there (the trace it regenerates,
-        # say) as it was, and no reader ever sees half a trace.
-        partial = trace_path.with_name(f".{trace_path.name}.{os.getpid()}.partial")
-        stream = partial.open("wb")
-    elif keep_trace:
-        buffer = io.BytesIO()
-        stream = buffer
-    emitter = TraceEmitter(stream, fmt) if stream is not None else None
-    try:
+    with ExitStack() as outputs:
+        stream: BinaryIO | None = None
+        if trace_path is not None:
+            # The trace is written beside its place and moved there whole
+            # (tracing/outputs.py), so a run that fails leaves whatever was
+            # there (the trace it regenerates, say) as it was, and no reader
+            # ever sees half a trace. A FIFO or a device is written as such.
+            stream = outputs.enter_context(open_output(trace_path, "--trace"))
+        elif keep_trace:
+            buffer = io.BytesIO()
+            stream = buffer
+        emitter = TraceEmitter(stream, fmt) if stream is not None else None
         sim = build_simulation(
             protocol,
             seed,
@@ -140,18 +139,8 @@ def run_seed(
         if on_start is not None:
             on_start(sim.options_record())
         result = sim.run()
-    except BaseException:
-        if partial is not None:
-            assert stream is not None
-            stream.close()
-            partial.unlink(missing_ok=True)
-        raise
-    if emitter is not None:
-        emitter.close()
-    if partial is not None and trace_path is not None:
-        assert stream is not None
-        stream.close()
-        os.replace(partial, trace_path)
+        if emitter is not None:
+            emitter.close()
     return SeedRun(
         result=result,
         options=sim.options_record(),

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.view.model import RunView
+from tracing.outputs import write_output
 
 _SCRIPT_ESCAPES = str.maketrans({
     "<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029",
@@ -100,9 +101,9 @@ def run_page(view: RunView) -> str:
     return render_page(title, body, view_data(view))
 
 
-def write_page(path: Path, page: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+def write_page(path: Path, page: str, what: str = "the report page") -> None:
+    """Write the page by tracing/outputs.py's rule: whole, or not at all."""
+    write_output(path, what, page.encode("utf-8"))
 
 
 _CSS = """
