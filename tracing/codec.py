@@ -25,6 +25,7 @@ from typing import Any, BinaryIO, Literal
 
 import msgpack
 
+from protocols.checked import load_json
 from protocols.errors import ConfigError, InternalError, TraceFormatError
 from tracing.inputs import TRACE_MAX_BYTES, open_regular_file
 from tracing.outputs import open_output
@@ -158,16 +159,12 @@ def _ndjson_records(name: str, f: BinaryIO) -> Iterator[tuple[int, str, Any]]:
 
 
 def load_json_line(raw: bytes | str, where: str, problem: str = "bad JSON") -> Any:
-    """One JSON text, or TraceFormatError naming `where`: bad JSON, JSON nested
-    past what Python's parser can hold, or an integer of thousands of digits."""
-    try:
-        return json.loads(raw)
-    except RecursionError:
-        raise TraceFormatError(
-            f"{where}: JSON nested too deep (values may nest {MAX_DEPTH} levels)"
-        ) from None
-    except ValueError as exc:  # also UnicodeDecodeError and the int-digits limit
-        raise TraceFormatError(f"{where}: {problem}: {exc}") from None
+    """One JSON text of a trace, or TraceFormatError naming `where` (the one
+    JSON reader, protocols.checked, with the trace's own limits)."""
+    return load_json(
+        raw, where, error=TraceFormatError, max_depth=None, max_bytes=TRACE_MAX_BYTES,
+        unique_keys=False, problem=problem,
+    )
 
 
 def _msgpack_records(
@@ -218,6 +215,11 @@ class _TraceBuilder:
         if self.end is not None and (event in (HEADER_EVENT, STEP_EVENT) or "vars" in obj):
             raise TraceFormatError(f"{where}: a record after the end record at {self.end_where}")
         if event == END_EVENT:
+            if self.end is not None:
+                # Two verdicts of one run: neither may silently win.
+                raise TraceFormatError(
+                    f"{where}: a second end record (the first is at {self.end_where})"
+                )
             self.end = _decode_end(where, obj)
             self.end_where = where
         elif event == HEADER_EVENT or HEADER_EVENT in obj:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from faults.plan import FaultPlan
 from protocols import get_protocol
+from protocols.checked import load_json
 from protocols.errors import ConfigError, InternalError
 from sim.campaign.executors import make_executor
 from sim.campaign.records import ValidateMode, parse_validate_mode
@@ -284,8 +285,10 @@ def _check_writable_dir(path: Path) -> None:
 
 def stored_run_options(text: str) -> tuple[SimOptions, dict[str, Any]]:
     """The inverse of `options_json`: a recorded campaign's options and overrides."""
+    data = load_json(text, "the stored campaign options")
+    if not isinstance(data, dict):
+        raise ConfigError("the stored campaign options are not a JSON object")
     try:
-        data = json.loads(text)
         data.pop("source_revision", None)
         overrides = dict(data.pop("protocol_options", {}))
         plan = data.pop("faults")
@@ -317,8 +320,9 @@ def identity_changes(old: Campaign, protocol: str, bug: str | None, seeds: range
             f"seeds {old.seeds.start}:{old.seeds.stop} -> {seeds.start}:{seeds.stop}"
         )
     try:
-        before, after = json.loads(old.options), json.loads(options)
-    except ValueError:
+        before = load_json(old.options, "the stored campaign options")
+        after = load_json(options, "the campaign options")
+    except ConfigError:
         before, after = old.options, options
     if not (isinstance(before, dict) and isinstance(after, dict)):
         return changes + ([] if before == after else ["options"])

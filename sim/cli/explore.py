@@ -14,9 +14,11 @@ from rich.progress import TextColumn, TimeElapsedColumn
 from protocols import get_protocol
 from sim import exitcodes
 from sim.cli.support import (
+    bounded_int,
     check_bug,
     err,
     exit_code_help,
+    finite_float,
     guarded,
     out,
     parse_assignments,
@@ -48,21 +50,21 @@ T = TypeVar("T")
 @click.command("explore", epilog=exit_code_help())
 @protocol_argument
 @click.option("--bug", default=None, help="Switch on a named bug variant (see `tlasim bugs`).")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--seed", type=bounded_int(min=0), default=0, show_default=True,
               help="The workload seed: which operations the workload runs.")
 @click.option("--set", "protocol_overrides", multiple=True, metavar="KEY=VALUE",
               help="Set a protocol option, e.g. tx_count=1 (the workload's size).")
-@click.option("--crashes", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--crashes", type=bounded_int(min=0), default=0, show_default=True,
               help="Crashes per schedule, each after any step of a node that may crash.")
-@click.option("--losses", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--losses", type=bounded_int(min=0), default=0, show_default=True,
               help="Messages the network may lose per schedule.")
-@click.option("--dups", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--dups", type=bounded_int(min=0), default=0, show_default=True,
               help="Messages the network may duplicate per schedule.")
-@click.option("--depth", "max_depth", type=click.IntRange(min=1), default=None,
+@click.option("--depth", "max_depth", type=bounded_int(min=1), default=None,
               help="Expand no state this many moves deep (default: no limit).")
-@click.option("--max-states", type=click.IntRange(min=1), default=None,
+@click.option("--max-states", type=bounded_int(min=1), default=None,
               help="Stop after this many distinct states.")
-@click.option("--time", "time_limit", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--time", "time_limit", type=finite_float(min=0, min_open=True), default=None,
               help="Stop after this many seconds.")
 @click.option("--order", type=click.Choice([BFS, DFS]), default=BFS, show_default=True,
               help="bfs finds a shortest counterexample; dfs keeps less in memory.")
@@ -116,7 +118,7 @@ def explore_command(
         markup=False,
     )
     for key, value in options.as_dict().items():
-        out.print(f"protocol_options.{key}={value}", markup=False)
+        out.print(f"protocol_options.{key}={printable(value)}", markup=False)
     projected: ProjectedSteps | None = None
     if differential:
         projected = _with_progress(

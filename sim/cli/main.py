@@ -26,6 +26,7 @@ from sim.cli.live import live_command
 from sim.cli.repro import failures, repro
 from sim.cli.show import report, show
 from sim.cli.support import (
+    bounded_int,
     check_bug,
     exit_code_help,
     fault_plan,
@@ -56,7 +57,7 @@ def main() -> None:
 
 @main.command(epilog=exit_code_help())
 @protocol_argument
-@click.option("--seed", type=click.IntRange(min=0), default=None,
+@click.option("--seed", type=bounded_int(min=0), default=None,
               help="The seed; the same seed gives the same run. (Required, but with --schedule.)")
 @click.option("--bug", default=None, help="Switch on a named bug variant (see `tlasim bugs`).")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False, path_type=Path))
@@ -68,7 +69,8 @@ def main() -> None:
               help="Run this fault plan (JSON) instead of the seed's swarm plan.")
 @click.option("--set", "protocol_overrides", multiple=True, metavar="KEY=VALUE",
               help="Set a protocol option, e.g. rm_count=4.")
-@click.option("--liveness-bound", "liveness_bound", type=int, default=600, show_default=True,
+@click.option("--liveness-bound", "liveness_bound", type=bounded_int(min=1), default=600,
+              show_default=True,
               help="Ticks the protocol has to finish after every fault healed.")
 @click.option("--schedule", "schedule_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Replay a schedule `tlasim explore` wrote (or a trace of one), move by move.")
@@ -252,7 +254,7 @@ def bugs(protocol: str) -> None:
 @click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option(
     "--jobs",
-    type=click.IntRange(min=1),
+    type=bounded_int(min=1),
     default=2,
     show_default=True,
     help="TLC processes at once (each with one worker).",

@@ -23,11 +23,13 @@ from typing import Any
 import click
 
 from faults.plan import FaultPlan
+from protocols.checked import load_json
 from protocols.errors import ConfigError, InternalError
 from sim import exitcodes
 from sim.campaign.results import Campaign, ResultsDB, RunRecord
 from sim.campaign.sweep import campaign_options_json, identity_changes, stored_run_options
 from sim.cli.support import (
+    bounded_int,
     err,
     exit_code_help,
     exit_for,
@@ -100,10 +102,8 @@ def repro(db_path: Path, failure_id: str, trace_path: Path | None, original: boo
     out.print(f"recorded: {expected[0]}: {printable(expected[1])}", markup=False)
     out.print(f"replayed: {result.outcome}: {printable(result.failure)}", markup=False)
     replayed_plan = json.dumps(result.plan.to_dict(), sort_keys=True)
-    try:
-        recorded_plan = json.dumps(json.loads(expected[2]), sort_keys=True)
-    except ValueError:
-        recorded_plan = expected[2]
+    # Read (and so checked) as a plan above: the one reader cannot fail here.
+    recorded_plan = json.dumps(load_json(expected[2], "the recorded plan"), sort_keys=True)
     if (result.outcome, result.failure) != expected[:2] or replayed_plan != recorded_plan:
         _did_not_reproduce(db_path, record, changes)
     for line in FaultPlan.from_dict(result.plan.to_dict()).describe().splitlines():
@@ -170,7 +170,7 @@ def _did_not_reproduce(db_path: Path, record: RunRecord, changes: list[str]) -> 
 
 @click.command(epilog=exit_code_help())
 @click.argument("db_path", metavar="DB", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--campaign", "campaign_id", type=click.IntRange(min=0), default=None,
+@click.option("--campaign", "campaign_id", type=bounded_int(min=0), default=None,
               help="Only this campaign's failures.")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]),
               default="text", show_default=True)

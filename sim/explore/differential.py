@@ -88,7 +88,8 @@ def write_witnesses(
             schedule_of.protocol_options, schedule_of.faults, moves,
         )
         with open_output(path, "a witness trace") as stream:
-            replay(schedule, stream=stream, tool_version=TOOL_VERSION)
+            # A witness is a prefix: only its steps count, not whether it finishes.
+            replay(schedule, stream=stream, tool_version=TOOL_VERSION, decide_liveness=False)
         written.append((moves, path))
     return written
 

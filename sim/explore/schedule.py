@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from protocols import get_protocol
+from protocols.checked import checked_int, load_json
 from protocols.definition import ProtocolDefinition
-from protocols.errors import ConfigError, InvariantViolation, TraceFormatError
+from protocols.errors import ConfigError, InvariantViolation, TraceFormatError, short_repr
+from sim.campaign.records import SEED_MAX as MAX_SEED
 from sim.drift.revision import source_revision
 from sim.explore.moves import Move
 from sim.explore.system import ExploredSystem, FaultBounds
@@ -32,6 +34,12 @@ from tracing.validation.report import TRACE_PLACEHOLDER
 
 SCHEDULE_VERSION = 1
 OUTCOME_ERROR = "error"  # a core raised
+# How many states a replay visits to decide whether its unfinished end state
+# can still finish (`_can_finish`); far above what a liveness counterexample
+# the explorer can report within its own bounds reaches.
+FINISH_SEARCH_MAX_STATES = 20_000
+# A fault bound beyond any search's reach, and within what a counter holds.
+MAX_FAULTS = 2**31 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +93,11 @@ class Schedule:
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: a schedule is a JSON object")
         version = data.get("tlasim_schedule")
-        if version != SCHEDULE_VERSION:
+        # `true` and `1.0` equal 1 in Python, but name no version.
+        if type(version) is not int or version != SCHEDULE_VERSION:
             raise ConfigError(
                 f"{where}: not a tlasim schedule of version {SCHEDULE_VERSION} "
-                f"(tlasim_schedule={version!r})"
+                f"(tlasim_schedule={short_repr(version)})"
             )
         return _schedule_of(data, where)
 
@@ -97,14 +106,12 @@ class Schedule:
         """A schedule file, or a trace whose header holds a schedule."""
         data = read_regular_file(path, "--schedule", PLAN_MAX_BYTES)
         where = f"--schedule {path}"
-        try:
-            parsed = json.loads(data)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict) and "tlasim_schedule" in parsed:
-            return Schedule.from_json(parsed, where)
         if not _looks_like_trace(data):
-            raise ConfigError(f"{where}: neither a schedule (JSON) nor a trace")
+            try:
+                parsed = load_json(data, where)
+            except ConfigError as exc:
+                raise ConfigError(f"{exc}; neither a schedule (JSON) nor a trace") from None
+            return Schedule.from_json(parsed, where)
         try:
             header = read_trace(path).header
         except TraceFormatError as exc:
@@ -120,8 +127,8 @@ def _looks_like_trace(data: bytes) -> bool:
     if first and (0x80 <= first[0] <= 0x8F or first[0] in (0xDE, 0xDF)):
         return True  # msgpack: a trace's first record is a map
     try:
-        line = json.loads(data.split(b"\n", 1)[0])
-    except ValueError:
+        line = load_json(data.split(b"\n", 1)[0], "--schedule")
+    except ConfigError:
         return False
     return isinstance(line, dict) and line.get("event") == HEADER_EVENT
 
@@ -131,21 +138,21 @@ def _schedule_of(data: Mapping[str, Any], where: str) -> Schedule:
     if not isinstance(protocol, str):
         raise ConfigError(f"{where}: no protocol named")
     get_protocol(protocol)  # a clear error for an unknown one
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ConfigError(f"{where}: seed must be a non-negative integer")
+    seed = checked_int(seed, f"{where}: seed", low=0, high=MAX_SEED)
     if bug is not None and not isinstance(bug, str):
         raise ConfigError(f"{where}: bug must be a string or null")
     options = data.get("protocol_options", {})
     if not isinstance(options, dict):
         raise ConfigError(f"{where}: protocol_options must be an object")
     faults = data.get("faults", {})
-    if not isinstance(faults, dict) or not all(
-        isinstance(faults.get(k, 0), int) and not isinstance(faults.get(k, 0), bool)
-        and faults.get(k, 0) >= 0
-        for k in ("crashes", "losses", "duplicates")
-    ) or set(faults) - {"crashes", "losses", "duplicates"}:
+    if (
+        not isinstance(faults, dict)
+        or set(faults) - {"crashes", "losses", "duplicates"}
+        or not all(type(n) is int and 0 <= n <= MAX_FAULTS for n in faults.values())
+    ):
         raise ConfigError(
-            f"{where}: faults must hold non-negative crashes, losses and duplicates"
+            f"{where}: faults must hold non-negative crashes, losses and duplicates "
+            f"(at most {MAX_FAULTS:,} each)"
         )
     moves = data.get("moves")
     if not isinstance(moves, list):
@@ -169,6 +176,7 @@ class Replay:
     failing_step: int | None  # seq of the trace line after which it failed
     steps: int
     moves_made: int
+    note: str | None = None  # what the replay could not decide, for people
 
 
 def replay(
@@ -177,12 +185,16 @@ def replay(
     stream: BinaryIO | None = None,
     trace_format: TraceFormat = "ndjson",
     tool_version: str = "",
+    decide_liveness: bool = True,
 ) -> Replay:
     """Make the schedule's moves on a fresh system, writing the trace to `stream`.
 
     Ends at the first failure: an oracle's (safety), a core's exception
-    (error). A schedule that ends with its work unfinished and that the
-    explorer found as a liveness counterexample reports liveness.
+    (error). A schedule that ends with its work unfinished reports liveness
+    when no fault-free schedule from there finishes it (decided here, never
+    taken from the file's `found`). `decide_liveness=False` skips that
+    search, for a caller that replays prefixes only for their steps (the
+    differential check): an unfinished end is then no failure.
     """
     definition = schedule.definition()
     config = schedule.config()
@@ -208,7 +220,7 @@ def replay(
             reproduce=f"tlasim run {definition.name} --schedule {TRACE_PLACEHOLDER}",
         )
     try:
-        result = _play(system, schedule)
+        result = _play(system, schedule, decide_liveness)
         if emitter is not None:
             emitter.end(outcome=result.outcome, failure=result.failure,
                         failing_step=result.failing_step)
@@ -218,7 +230,7 @@ def replay(
     return result
 
 
-def _play(system: ExploredSystem, schedule: Schedule) -> Replay:
+def _play(system: ExploredSystem, schedule: Schedule, decide_liveness: bool) -> Replay:
     """Make the schedule's moves; how they ended."""
     try:
         system.initial_step()
@@ -233,6 +245,58 @@ def _play(system: ExploredSystem, schedule: Schedule) -> Replay:
         return Replay(OUTCOME_ERROR, f"{type(exc).__name__}: {exc}", system.steps - 1,
                       system.steps, system.moves_made)
     unfinished = system.unfinished()
-    if unfinished is not None and schedule.found.get("kind") == OUTCOME_LIVENESS:
-        return Replay(OUTCOME_LIVENESS, unfinished, None, system.steps, system.moves_made)
-    return Replay(OUTCOME_OK, None, None, system.steps, system.moves_made)
+    if unfinished is None or not decide_liveness:
+        return Replay(OUTCOME_OK, None, None, system.steps, system.moves_made)
+    # The schedule's own `found` is only what its writer claimed: the replay
+    # judges liveness itself, as the explorer did, from the state it reached.
+    finishes = _can_finish(schedule)
+    if finishes is False:
+        failure = f"no fault-free schedule from this state finishes: {unfinished}"
+        return Replay(OUTCOME_LIVENESS, failure, None, system.steps, system.moves_made)
+    note = None
+    if finishes is None:
+        note = (
+            f"the work is unfinished here ({unfinished}); whether a fault-free schedule "
+            f"finishes it was not decided within {FINISH_SEARCH_MAX_STATES:,} states"
+        )
+    return Replay(OUTCOME_OK, None, None, system.steps, system.moves_made, note)
+
+
+def _can_finish(schedule: Schedule) -> bool | None:
+    """Whether some fault-free schedule (starts, deliveries, timers, restarts)
+    from the end state of `schedule` finishes the protocol's work: True;
+    False when none does, a liveness counterexample; None when telling would
+    take more than FINISH_SEARCH_MAX_STATES states.
+
+    Depth-first, so a state from which the work can finish is usually
+    answered after one path; an answer of False visits every fault-free
+    state reachable from the end, as the explorer's own liveness check did.
+    """
+    definition = schedule.definition()
+    end = ExploredSystem(definition, schedule.config(), schedule.faults)
+    end.initial_step()
+    for move in schedule.moves:
+        end.apply(move)
+    seen = {end.digest()}
+    stack = [end.freeze()]
+    while stack:
+        frozen = stack.pop()
+        for move in ExploredSystem.thaw(frozen, definition).moves():
+            if not move.fault_free:
+                continue
+            twin = ExploredSystem.thaw(frozen, definition)
+            try:
+                twin.apply(move)
+            except ConfigError:
+                raise
+            except Exception:  # a failure on the way there is no finish
+                continue
+            if twin.unfinished() is None:
+                return True
+            digest = twin.digest()
+            if digest not in seen:
+                if len(seen) >= FINISH_SEARCH_MAX_STATES:
+                    return None
+                seen.add(digest)
+                stack.append(twin.freeze())
+    return False

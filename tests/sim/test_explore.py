@@ -292,6 +292,21 @@ def test_one_lost_message_strands_a_sender_that_never_resends() -> None:
     assert [m.kind for m in found.schedule][-1] == "lose"
 
 
+def test_a_replay_judges_liveness_itself_whatever_the_schedule_claims() -> None:
+    found = relay_explore("no-resend", losses=1, max_depth=10).counterexample
+    assert found is not None and found.kind == FOUND_LIVENESS
+    bounds = FaultBounds(losses=1)
+    claimed = {"kind": FOUND_LIVENESS, "failure": "claimed"}
+    # The stranded schedule, with no claim at all: still liveness.
+    stranded = Schedule("relay", 0, "no-resend", {"bug": None}, bounds, found.schedule)
+    assert replay(stranded).outcome == "liveness"
+    # Its prefix before the loss can still finish: no liveness failure,
+    # though the file claims one.
+    before_loss = Schedule("relay", 0, "no-resend", {"bug": None}, bounds,
+                           found.schedule[:-1], claimed)
+    assert replay(before_loss).outcome == "ok"
+
+
 def test_an_oracle_failing_on_the_second_line_of_a_move_is_found() -> None:
     found = relay_explore("second-line").counterexample
     assert found is not None and found.kind == FOUND_SAFETY
