@@ -32,7 +32,7 @@ from typing import BinaryIO
 
 from protocols.errors import ConfigError, TlasimError
 
-__all__ = ["open_output", "write_output"]
+__all__ = ["is_stream", "open_output", "write_output"]
 
 _REFUSED = (
     (stat.S_ISDIR, "a folder"),
@@ -107,6 +107,15 @@ def open_output(
         with suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
+
+
+def is_stream(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` is a FIFO or a character device: written as it is, and
+    so never to be read back."""
+    try:
+        return _is_stream(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def write_output(

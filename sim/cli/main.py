@@ -45,7 +45,7 @@ from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
 from sim.run.report import reproduce_command
 from sim.run.runner import TOOL_VERSION, run_seed
 from tracing.codec import TraceFormat
-from tracing.outputs import open_output
+from tracing.outputs import is_stream, open_output, write_output
 from tracing.printable import printable
 
 
@@ -122,10 +122,9 @@ def run(
         trace_format=trace_format,
         liveness_bound_ticks=liveness_bound,
     )
-    scratch = None
-    if (validate or report_path is not None) and trace_path is None:
-        scratch = tempfile.TemporaryDirectory(prefix="tlasim-run-")
-        trace_path = Path(scratch.name) / f"{protocol}-{seed}.{trace_format}"
+    scratch, trace_path, stream_to = _checkable_trace(
+        trace_path, validate or report_path is not None, f"{protocol}-{seed}.{trace_format}"
+    )
     seed_run = run_seed(
         definition,
         seed,
@@ -146,8 +145,9 @@ def run(
     try:
         code = _report_end(
             result.outcome, result.failure, result.failing_step,
-            trace_path if scratch is None else None, trace_path, validate, report_path,
+            _shown(trace_path, scratch, stream_to), trace_path, validate, report_path,
         )
+        _stream_out(trace_path, stream_to)
     finally:
         if scratch is not None:
             scratch.cleanup()
@@ -160,6 +160,32 @@ def run(
     out.print(f"reproduce: {printable(command)}", markup=False)
     if code != exitcodes.OK:
         sys.exit(code)
+
+
+def _checkable_trace(
+    trace_path: Path | None, checked: bool, scratch_name: str
+) -> tuple[tempfile.TemporaryDirectory[str] | None, Path | None, Path | None]:
+    """Where a run writes its trace so that TLC or the report can read it back:
+    (a scratch folder or None, the path to write, a FIFO or device to stream
+    the finished trace into). A `--trace` that is a FIFO or a device cannot
+    be read back, so a checked run writes a scratch file and copies it there."""
+    stream_to = None
+    if checked and trace_path is not None and is_stream(trace_path):
+        stream_to, trace_path = trace_path, None
+    if not checked or trace_path is not None:
+        return None, trace_path, stream_to
+    scratch = tempfile.TemporaryDirectory(prefix="tlasim-run-")
+    return scratch, Path(scratch.name) / scratch_name, stream_to
+
+
+def _shown(trace: Path | None, scratch: object, stream_to: Path | None) -> Path | None:
+    """The trace path to print: the user's, never a scratch file."""
+    return stream_to if stream_to is not None else (trace if scratch is None else None)
+
+
+def _stream_out(trace: Path | None, stream_to: Path | None) -> None:
+    if stream_to is not None and trace is not None:
+        write_output(stream_to, "--trace", trace.read_bytes())
 
 
 def _report_end(
@@ -214,10 +240,9 @@ def _run_schedule(
         raise ConfigError(
             f"--schedule {schedule_path} is a schedule of {schedule.protocol}, not {protocol}"
         )
-    scratch = None
-    if (validate or report_path is not None) and trace_path is None:
-        scratch = tempfile.TemporaryDirectory(prefix="tlasim-run-")
-        trace_path = Path(scratch.name) / f"{protocol}-schedule.{trace_format}"
+    scratch, trace_path, stream_to = _checkable_trace(
+        trace_path, validate or report_path is not None, f"{protocol}-schedule.{trace_format}"
+    )
     try:
         if trace_path is not None:
             with open_output(trace_path, "--trace") as stream:
@@ -231,8 +256,9 @@ def _run_schedule(
         )
         code = _report_end(
             result.outcome, result.failure, result.failing_step,
-            trace_path if scratch is None else None, trace_path, validate, report_path,
+            _shown(trace_path, scratch, stream_to), trace_path, validate, report_path,
         )
+        _stream_out(trace_path, stream_to)
     finally:
         if scratch is not None:
             scratch.cleanup()

@@ -53,6 +53,7 @@ from sim.live.merge import MergedRun, causal_order, read_node_logs, write_merged
 from sim.live.wire import KEY_BYTES, MAX_FRAME_BYTES
 from sim.run.runner import TOOL_VERSION
 from tracing.codec import TraceFormat
+from tracing.outputs import open_output
 
 DEFAULT_DIR = Path(".tlasim/live")  # where a run's folder goes unless one is given
 # How long the nodes may take to import and say ready (seconds): generous,
@@ -402,8 +403,7 @@ class Supervisor:
 
     def _merge(self) -> MergedRun:
         lines = causal_order(read_node_logs(self.run_dir, self.node_ids))
-        self.trace_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.trace_path.open("wb") as stream:
+        with open_output(self.trace_path, "--out") as stream:
             return write_merged(
                 self.protocol, self.config, lines, stream, self._header(),
                 self.options.trace_format,

@@ -302,6 +302,33 @@ def test_run_trace_fifo_with_a_reader_streams_the_whole_trace(tmp_path: Path) ->
     assert read_trace(copy).end is not None
 
 
+@pytest.mark.parametrize("schedule", [False, True])
+def test_a_validated_run_into_a_fifo_is_checked_from_a_copy_and_streamed_whole(
+    tmp_path: Path, schedule: bool
+) -> None:
+    # TLC reads a trace back, which a FIFO or a device cannot give: the run
+    # writes a scratch file, TLC checks it, and it is then streamed out.
+    fifo = tmp_path / "trace.fifo"
+    os.mkfifo(fifo)
+    if schedule:
+        path = tmp_path / "s.json"
+        path.write_text('{"tlasim_schedule": 1, "protocol": "twopc", "seed": 0, "bug": null,'
+                        ' "moves": [{"kind": "start", "node": "tm"}]}')
+        args = ["run", "twopc", "--schedule", str(path), "--trace", str(fifo), "--validate"]
+    else:
+        args = [*run_args(fifo), "--validate"]
+    reader = FifoReader(fifo)
+    try:
+        code, output = invoke(*args)
+    finally:
+        received = reader.finish()
+    assert code == exitcodes.OK, output
+    assert "ACCEPTED" in output and f"trace={fifo}" in output
+    copy = tmp_path / "copy.ndjson"
+    copy.write_bytes(received)
+    assert read_trace(copy).end is not None
+
+
 def test_run_trace_fifo_without_a_reader_is_refused_without_hanging(tmp_path: Path) -> None:
     fifo = tmp_path / "trace.fifo"
     os.mkfifo(fifo)
