@@ -13,9 +13,9 @@ opens it here, by one rule:
 - a FIFO or a character device is opened for writing as it is (no create,
   no truncate, no rename) and written straight into. The open never blocks:
   a FIFO no process reads is refused at once;
-- a folder, a socket or a block device, or a path whose folder is missing
-  or not writable, is refused with a one-line error before a byte is
-  written, and nothing is lost.
+- a folder, a socket or a block device, or a path whose folder cannot be
+  made or written in, is refused with a one-line error before a byte is
+  written, and nothing is lost. A missing folder is made.
 
 The rule is documented in docs/trace-format.md.
 """
@@ -162,9 +162,10 @@ def _create_beside(
     """A new temporary file in `target`'s folder, open for writing."""
     folder, base = os.path.split(target)
     try:
+        # A missing folder is made, as `--trace out/1.ndjson` in a new
+        # checkout expects; a file in the way is refused below.
+        os.makedirs(folder, exist_ok=True)
         folder_mode = os.stat(folder).st_mode
-    except FileNotFoundError:
-        raise error(f"{what} {name!r}: the folder {folder!r} does not exist") from None
     except OSError as exc:
         raise error(f"{what} {name!r}: cannot use the folder {folder!r}: {exc.strerror}") from None
     if not stat.S_ISDIR(folder_mode):

@@ -2,10 +2,11 @@
 and the commands that write a user-named path keeping to it (issue 28).
 
 A regular file is replaced whole or not at all; a FIFO or a character device
-is written as it is and stays what it was; a folder, a socket or a missing
-folder is refused before anything is written. These tests run as root in
-CI, where a rename over /dev/null would replace the device for the whole
-machine, so /dev/null is the device they write.
+is written as it is and stays what it was; a folder, a socket or a path
+under a file is refused before anything is written; a missing folder is
+made. These tests run as root in CI, where a rename over /dev/null would
+replace the device for the whole machine, so /dev/null is the device they
+write.
 """
 
 from __future__ import annotations
@@ -162,7 +163,13 @@ def test_dev_null_is_written_as_a_device_and_stays_a_character_device() -> None:
     assert stat.S_ISCHR(os.stat(DEVICE).st_mode)
 
 
-@pytest.mark.parametrize("kind", ["folder", "socket", "missing folder", "file as folder"])
+def test_a_missing_folder_is_made(tmp_path: Path) -> None:
+    path = tmp_path / "no" / "such" / "out.ndjson"
+    write_output(path, "--trace", b"x")
+    assert path.read_bytes() == b"x"
+
+
+@pytest.mark.parametrize("kind", ["folder", "socket", "file as folder"])
 def test_a_path_that_cannot_be_written_is_refused_naming_the_option_and_losing_nothing(
     tmp_path: Path, kind: str
 ) -> None:
@@ -172,7 +179,6 @@ def test_a_path_that_cannot_be_written_is_refused_naming_the_option_and_losing_n
     path = {
         "folder": keep,
         "socket": tmp_path / "sock",
-        "missing folder": tmp_path / "no" / "such" / "out.ndjson",
         "file as folder": keep / "inside" / "out.ndjson",
     }[kind]
     sock = bound_socket(path) if kind == "socket" else None
@@ -341,7 +347,7 @@ def test_run_trace_fifo_without_a_reader_is_refused_without_hanging(tmp_path: Pa
 
 
 @pytest.mark.parametrize("command", ["run", "repro", "export"])
-def test_an_output_that_is_a_socket_or_in_a_missing_folder_is_refused_in_one_line(
+def test_an_output_that_is_a_socket_or_under_a_file_is_refused_in_one_line(
     tmp_path: Path, failure_db: Path, trace_file: Path, command: str
 ) -> None:
     args = {
@@ -362,11 +368,12 @@ def test_an_output_that_is_a_socket_or_in_a_missing_folder_is_refused_in_one_lin
     assert "socket" in output.splitlines()[-1]
     assert stat.S_ISSOCK(os.stat(sock_path).st_mode)
 
-    missing = tmp_path / "no" / "such" / "out.ndjson"
-    code, output = invoke(*args(missing))
+    in_a_file = tmp_path / "file" / "out.ndjson"
+    (tmp_path / "file").write_bytes(b"kept")
+    code, output = invoke(*args(in_a_file))
     assert code == exitcodes.USAGE, output
-    assert "does not exist" in output.splitlines()[-1]
-    assert not (tmp_path / "no").exists()
+    assert str(tmp_path / "file") in output.splitlines()[-1]
+    assert (tmp_path / "file").read_bytes() == b"kept"
 
 
 @pytest.mark.parametrize("command", ["run", "repro", "report"])
