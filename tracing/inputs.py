@@ -21,6 +21,7 @@ __all__ = [
     "PLAN_MAX_BYTES",
     "TRACE_MAX_BYTES",
     "check_regular_file",
+    "file_kind",
     "open_regular_file",
     "read_regular_file",
 ]
@@ -38,13 +39,14 @@ _KINDS = (
 )
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file of this `st_mode` is, in words: "a FIFO (named pipe)", "a folder"..."""
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 def _refuse_irregular(mode: int, what: str, path: str, error: type[TlasimError]) -> None:
     if not stat.S_ISREG(mode):
-        raise error(f"{what} {path!r} is {_kind(mode)}; tlasim reads only regular files")
+        raise error(f"{what} {path!r} is {file_kind(mode)}; tlasim reads only regular files")
 
 
 def check_regular_file(

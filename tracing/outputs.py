@@ -31,37 +31,25 @@ from contextlib import contextmanager, suppress
 from typing import BinaryIO
 
 from protocols.errors import ConfigError, TlasimError
+from tracing.inputs import file_kind
 
 __all__ = ["is_stream", "open_output", "write_output"]
 
-_REFUSED = (
-    (stat.S_ISDIR, "a folder"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISBLK, "a block device"),
-)
-_STREAMS = (
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-)
+# What is written as it is, never replaced: a FIFO or a character device.
+_STREAMS = (stat.S_ISFIFO, stat.S_ISCHR)
 _ALLOWED = "tlasim writes only regular files, FIFOs and character devices"
 _NEW_FILE_MODE = 0o666  # narrowed by the umask, as for any file a program creates
 _TEMPORARY_TRIES = 8  # random temporary names tried before giving up
 _BASE_KEPT = 200  # characters of the file's name kept in its temporary file's name
 
 
-def _kind(mode: int) -> str:
-    return next(
-        (name for test, name in (*_REFUSED, *_STREAMS) if test(mode)), "not a regular file"
-    )
-
-
 def _is_stream(mode: int) -> bool:
-    return any(test(mode) for test, _ in _STREAMS)
+    return any(test(mode) for test in _STREAMS)
 
 
 def _refuse(mode: int, what: str, path: str, error: type[TlasimError]) -> None:
     if not (stat.S_ISREG(mode) or _is_stream(mode)):
-        raise error(f"{what} {path!r} is {_kind(mode)}; {_ALLOWED}")
+        raise error(f"{what} {path!r} is {file_kind(mode)}; {_ALLOWED}")
 
 
 @contextmanager
@@ -198,7 +186,7 @@ def _replace(
     if mode is not None and not stat.S_ISREG(mode):
         # The rule was applied when the write began; a rename now would
         # replace a FIFO, a device or a link put there since.
-        raise error(f"{what} {name!r} changed while tlasim wrote it: it is now {_kind(mode)}")
+        raise error(f"{what} {name!r} changed while tlasim wrote it: it is now {file_kind(mode)}")
     try:
         os.replace(temporary, target)
     except OSError as exc:
