@@ -249,7 +249,7 @@ def _play(system: ExploredSystem, schedule: Schedule, decide_liveness: bool) -> 
         return Replay(OUTCOME_OK, None, None, system.steps, system.moves_made)
     # The schedule's own `found` is only what its writer claimed: the replay
     # judges liveness itself, as the explorer did, from the state it reached.
-    finishes = _can_finish(schedule)
+    finishes = _can_finish(system)
     if finishes is False:
         failure = f"no fault-free schedule from this state finishes: {unfinished}"
         return Replay(OUTCOME_LIVENESS, failure, None, system.steps, system.moves_made)
@@ -262,21 +262,17 @@ def _play(system: ExploredSystem, schedule: Schedule, decide_liveness: bool) -> 
     return Replay(OUTCOME_OK, None, None, system.steps, system.moves_made, note)
 
 
-def _can_finish(schedule: Schedule) -> bool | None:
+def _can_finish(end: ExploredSystem) -> bool | None:
     """Whether some fault-free schedule (starts, deliveries, timers, restarts)
-    from the end state of `schedule` finishes the protocol's work: True;
-    False when none does, a liveness counterexample; None when telling would
-    take more than FINISH_SEARCH_MAX_STATES states.
+    from the state `end` finishes the protocol's work: True; False when none
+    does, a liveness counterexample; None when telling would take more than
+    FINISH_SEARCH_MAX_STATES states.
 
     Depth-first, so a state from which the work can finish is usually
     answered after one path; an answer of False visits every fault-free
     state reachable from the end, as the explorer's own liveness check did.
     """
-    definition = schedule.definition()
-    end = ExploredSystem(definition, schedule.config(), schedule.faults)
-    end.initial_step()
-    for move in schedule.moves:
-        end.apply(move)
+    definition = end.protocol
     seen = {end.digest()}
     stack = [end.freeze()]
     while stack:

@@ -352,9 +352,10 @@ class ExploredSystem(StepMachine):
         they are rebuilt rather than copied."""
         kept = (self.protocol, self._records, self._views, self._logs, self._up,
                 self._changed, self.last_vars, self._bag_snapshot, self._payloads,
-                self.observer)
+                self.observer, self.emitter)
         self.protocol, self._records = None, None  # type: ignore[assignment]
-        self._payloads, self.observer = {}, None
+        # A replay's emitter writes to its stream; a copy writes nowhere.
+        self._payloads, self.observer, self.emitter = {}, None, None
         self._views, self._logs, self._up, self._changed = {}, {}, {}, []
         self.last_vars, self._bag_snapshot = {}, None
         try:
@@ -362,7 +363,7 @@ class ExploredSystem(StepMachine):
         finally:
             (self.protocol, self._records, self._views, self._logs, self._up,
              self._changed, self.last_vars, self._bag_snapshot, self._payloads,
-             self.observer) = kept
+             self.observer, self.emitter) = kept
 
     @staticmethod
     def thaw(frozen: bytes, protocol: ProtocolDefinition) -> ExploredSystem:
