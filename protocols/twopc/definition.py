@@ -35,6 +35,7 @@ class TwoPhaseCommit(ProtocolBase):
         "rmState": f"[Tx -> [RM -> {_RM_STATES}]]",
         "rmLog": '[RM -> SUBSET [kind: {"prepared", "committed", "aborted"}, tx: Tx]]',
         "rmUp": "[RM -> BOOLEAN]",
+        "rmLostWork": "[RM -> SUBSET Tx]",
         "msgs": f"[{_MSG} -> Nat \\ {{0}}] (a bag)",
     }
     # What search mode draws workloads from; each range shrinks toward its
@@ -67,6 +68,7 @@ class TwoPhaseCommit(ProtocolBase):
         # Per RM, its synced log as a set, kept while the log is unchanged.
         self._rm_log_set: DerivedEach[frozenset[Any]] = DerivedEach(frozenset)
         self._rm_up = Derived(per_node)
+        self._rm_lost_work = Derived(self._gather_rm_lost_work)
 
     def configure(
         self, options: TwoPCOptions, bug: str | None, workload_rng: random.Random
@@ -128,6 +130,7 @@ class TwoPhaseCommit(ProtocolBase):
             "rmState": self._rm_state(config.txs, rms, *map(views.__getitem__, rms)),
             "rmLog": self._rm_log(rms, *map(logs.__getitem__, rms)),
             "rmUp": self._rm_up(rms, *map(up.__getitem__, rms)),
+            "rmLostWork": self._rm_lost_work(rms, *map(views.__getitem__, rms)),
             "msgs": in_flight,
         }
 
@@ -144,6 +147,11 @@ class TwoPhaseCommit(ProtocolBase):
         self, rms: Sequence[str], *logs: Sequence[Mapping[str, Any]]
     ) -> dict[str, frozenset[Any]]:
         return {rm: self._rm_log_set(rm, log) for rm, log in zip(rms, logs, strict=True)}
+
+    def _gather_rm_lost_work(
+        self, rms: Sequence[str], *views: Mapping[str, Any]
+    ) -> dict[str, frozenset[str]]:
+        return {rm: view["rmLostWork"] for rm, view in zip(rms, views, strict=True)}
 
     def make_oracle(self, config: TwoPCConfig) -> TwoPCOracle:
         return TwoPCOracle(tuple(p.tx for p in config.txs), config.rms)

@@ -7,7 +7,9 @@ the workload says; it may also abort on its own while still working, and it
 aborts when it has been working for `working_timeout_ticks` without being
 asked. Every move is synced to its log in the same step, so its durable
 state is its state, and a crash loses only timers and uncommitted work: a
-recovered RM aborts every transaction whose work it held. A prepared RM
+recovered RM names the transactions whose work it held (`lost_work`, the
+spec's rmLostWork) and aborts them, since it can no longer vote Yes on
+them. A prepared RM
 resends its vote every `inquiry_interval_ticks` until the decision arrives,
 which is how it survives a lost Commit or a TM crash.
 
@@ -68,9 +70,15 @@ class ResourceManager:
         self.node_id = node_id
         self.config = config
         self.state: dict[str, RMTx] = {plan.tx: RMTx.WORKING for plan in config.txs}
+        # Volatile: the transactions whose work this RM lost in its last crash,
+        # worked out again at each recovery (a crashed RM knows of none).
+        self.lost_work: frozenset[str] = frozenset()
 
     def view(self) -> Mapping[str, Any]:
-        return {"rmState": {tx: s.value for tx, s in self.state.items()}}
+        return {
+            "rmState": {tx: s.value for tx, s in self.state.items()},
+            "rmLostWork": self.lost_work,
+        }
 
     def restore(self, log: tuple[Mapping[str, Any], ...]) -> None:
         for tx in self.state:
@@ -86,11 +94,9 @@ class ResourceManager:
             self._arm_work_timers(out, now)
         elif isinstance(event, Recover):
             self.restore(event.log)
+            self.lost_work = self._work_lost_in_crash(now)
             out.step("RMRecover", {"rm": self.node_id})
-            for plan in self.config.txs:
-                # Work held in memory is gone, so the RM can no longer vote Yes.
-                if self.state[plan.tx] is RMTx.WORKING and plan.begin_tick <= now:
-                    self._choose_to_abort(out, plan.tx)
+            self._abort_lost_work(out)
             self._arm_work_timers(out, now)
             inquiry = self.config.options.inquiry_interval_ticks
             for tx, state in self.state.items():
@@ -123,6 +129,21 @@ class ResourceManager:
                 f"RM {self.node_id} cannot move {tx} from {old.value} to {new.value}"
             )
         self.state[tx] = new
+
+    def _work_lost_in_crash(self, now: int) -> frozenset[str]:
+        """Uncommitted work is held in memory from a transaction's begin tick, so
+        a crash lost it for every transaction still working whose tick has passed."""
+        return frozenset(
+            plan.tx
+            for plan in self.config.txs
+            if self.state[plan.tx] is RMTx.WORKING and plan.begin_tick <= now
+        )
+
+    def _abort_lost_work(self, out: StepList) -> None:
+        # Work held in memory is gone, so the RM can no longer vote Yes.
+        for plan in self.config.txs:
+            if plan.tx in self.lost_work:
+                self._choose_to_abort(out, plan.tx)
 
     def _arm_work_timers(self, out: StepList, now: int) -> None:
         options = self.config.options

@@ -26,7 +26,12 @@
 (*    writes it; unsynced writes and disk corruption are not modelled, and *)
 (*    the TM's abort decision is never logged: abort is presumed;          *)
 (*  - a crashed node's variables already show what it will recover to, so  *)
-(*    recovery is a single step that only sets the node running again;     *)
+(*    recovery is a single step that sets the node running again (and an   *)
+(*    RM's recovery says which transactions' uncommitted work it lost);    *)
+(*  - time is not modelled, so the RM's rule "work held in memory from a   *)
+(*    transaction's begin tick is lost in a crash" is enforced for the     *)
+(*    transactions the TM has begun (which implies the begin tick passed), *)
+(*    and left to the RM for any other transaction;                        *)
 (*  - no fairness here; MCTwoPhaseCommitMsgLive adds it to check liveness. *)
 (***************************************************************************)
 EXTENDS Naturals, Bags
@@ -43,11 +48,13 @@ VARIABLES
     rmState,     \* rmState[t][r]: RM r's state for t (durable)
     rmLog,       \* rmLog[r]: RM r's synced log records (durable)
     rmUp,        \* rmUp[r]: RM r is running
+    rmLostWork,  \* rmLostWork[r]: transactions whose uncommitted work RM r
+                 \* lost in its last crash; r may abort them, never vote Yes
     msgs         \* the messages in flight: a bag, message -> number of copies
 
-vars == <<tmState, tmPrepared, tmLog, tmUp, rmState, rmLog, rmUp, msgs>>
+vars == <<tmState, tmPrepared, tmLog, tmUp, rmState, rmLog, rmUp, rmLostWork, msgs>>
 tmVars == <<tmState, tmPrepared, tmLog, tmUp>>
-rmVars == <<rmState, rmLog, rmUp>>
+rmVars == <<rmState, rmLog, rmUp, rmLostWork>>
 
 (* A message names one transaction and one RM: the destination of a TM to  *)
 (* RM message, the sender of an RM to TM message.  Aborted is a No vote.   *)
@@ -69,6 +76,7 @@ TypeOK ==
     /\ rmState \in [Tx -> [RM -> {"working", "prepared", "committed", "aborted"}]]
     /\ rmLog \in [RM -> SUBSET RMRecord]
     /\ rmUp \in [RM -> BOOLEAN]
+    /\ rmLostWork \in [RM -> SUBSET Tx]
     /\ IsABag(msgs)
     /\ BagToSet(msgs) \subseteq Msg
 
@@ -95,6 +103,7 @@ Init ==
     /\ rmState = [t \in Tx |-> [r \in RM |-> "working"]]
     /\ rmLog = [r \in RM |-> {}]
     /\ rmUp = [r \in RM |-> TRUE]
+    /\ rmLostWork = [r \in RM |-> {}]
     /\ msgs = [m \in {} |-> 0]
 
 ---------------------------------------------------------------------------
@@ -192,15 +201,16 @@ RMBecome(t, r, s) ==
 
 (* A working RM votes yes or no; any other RM has voted already and only   *)
 (* consumes the message (RMSendPrepared / RMSendAborted repeat the vote).  *)
+(* An RM that lost t's work in a crash has nothing to vote Yes on: No only.*)
 RMRcvPrepare(t, r) ==
     /\ rmUp[r]
     /\ InFlight(M("Prepare", t, r))
     /\ Discard(M("Prepare", t, r))
     /\ IF rmState[t][r] = "working"
-         THEN \/ RMBecome(t, r, "prepared")
+         THEN \/ t \notin rmLostWork[r] /\ RMBecome(t, r, "prepared")
               \/ RMBecome(t, r, "aborted")
          ELSE UNCHANGED <<rmState, rmLog>>
-    /\ UNCHANGED <<tmVars, rmUp>>
+    /\ UNCHANGED <<tmVars, rmUp, rmLostWork>>
 
 (* A prepared RM repeats its Yes vote, which also asks for the decision.   *)
 RMSendPrepared(t, r) ==
@@ -220,7 +230,7 @@ RMChooseToAbort(t, r) ==
     /\ rmUp[r]
     /\ rmState[t][r] = "working"
     /\ RMBecome(t, r, "aborted")
-    /\ UNCHANGED <<tmVars, rmUp, msgs>>
+    /\ UNCHANGED <<tmVars, rmUp, rmLostWork, msgs>>
 
 (* A duplicate Commit reaching a committed RM is consumed and ignored.     *)
 RMRcvCommit(t, r) ==
@@ -231,7 +241,7 @@ RMRcvCommit(t, r) ==
     /\ IF rmState[t][r] = "prepared"
          THEN RMBecome(t, r, "committed")
          ELSE UNCHANGED <<rmState, rmLog>>
-    /\ UNCHANGED <<tmVars, rmUp>>
+    /\ UNCHANGED <<tmVars, rmUp, rmLostWork>>
 
 (* A duplicate Abort reaching an aborted RM is consumed and ignored.       *)
 RMRcvAbort(t, r) ==
@@ -242,17 +252,36 @@ RMRcvAbort(t, r) ==
     /\ IF rmState[t][r] \in {"working", "prepared"}
          THEN RMBecome(t, r, "aborted")
          ELSE UNCHANGED <<rmState, rmLog>>
-    /\ UNCHANGED <<tmVars, rmUp>>
+    /\ UNCHANGED <<tmVars, rmUp, rmLostWork>>
 
-(* RMs keep no volatile protocol state, so a crash only stops the RM.      *)
+(* An RM's protocol state is all synced, so a crash keeps it; what a crash *)
+(* loses is the uncommitted work the RM held in memory, and the knowledge  *)
+(* of which work that was, which recovery works out again.                 *)
 RMCrash(r) ==
     /\ rmUp[r]
     /\ rmUp' = [rmUp EXCEPT ![r] = FALSE]
+    /\ rmLostWork' = [rmLostWork EXCEPT ![r] = {}]
     /\ UNCHANGED <<tmVars, rmState, rmLog, msgs>>
 
+(* The transactions whose work RM r is sure to have lost: every one it was *)
+(* still working on that the TM had begun, since the RM holds a            *)
+(* transaction's work from its begin tick and the TM begins no transaction *)
+(* before that tick.                                                       *)
+SurelyLostWork(r) ==
+    {t \in Tx : rmState[t][r] = "working" /\ Rec("begin", t) \in tmLog}
+
+(* A recovered RM names the work it lost: at least SurelyLostWork(r), and  *)
+(* only transactions it is still working on (the RM also counts work begun *)
+(* by the clock while the TM was down).  Written as a membership and a     *)
+(* filter, so that checking a logged value costs nothing; a partial trace  *)
+(* that leaves rmLostWork out makes TLC enumerate [RM -> SUBSET Tx].       *)
 RMRecover(r) ==
     /\ ~rmUp[r]
     /\ rmUp' = [rmUp EXCEPT ![r] = TRUE]
+    /\ rmLostWork' \in [RM -> SUBSET Tx]
+    /\ \A s \in RM \ {r} : rmLostWork'[s] = rmLostWork[s]
+    /\ SurelyLostWork(r) \subseteq rmLostWork'[r]
+    /\ \A t \in rmLostWork'[r] : rmState[t][r] = "working"
     /\ UNCHANGED <<tmVars, rmState, rmLog, msgs>>
 
 ---------------------------------------------------------------------------
@@ -353,6 +382,12 @@ RMStateMatchesLog ==
 (* A crashed TM has forgotten every vote.                                  *)
 CrashedTMHoldsNoVotes ==
     ~tmUp => \A t \in Tx : tmPrepared[t] = {}
+
+(* Work an RM lost is never voted Yes on, and a crashed RM knows of none.  *)
+LostWorkNeverPrepared ==
+    \A r \in RM :
+        /\ \A t \in rmLostWork[r] : rmState[t][r] \in {"working", "aborted"}
+        /\ ~rmUp[r] => rmLostWork[r] = {}
 
 ---------------------------------------------------------------------------
 (***************************************************************************)

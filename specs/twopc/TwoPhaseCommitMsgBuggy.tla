@@ -21,7 +21,7 @@ RMAbortAfterPrepare(t, r) ==
     /\ rmUp[r]
     /\ rmState[t][r] \in {"working", "prepared"}
     /\ RMBecome(t, r, "aborted")
-    /\ UNCHANGED <<tmVars, rmUp, msgs>>
+    /\ UNCHANGED <<tmVars, rmUp, rmLostWork, msgs>>
 
 BuggyNext ==
     \/ Next

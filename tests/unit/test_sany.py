@@ -112,7 +112,8 @@ def test_twopc_spec_shape_is_read_from_sany() -> None:
     module, _template = find_spec("TwoPhaseCommitMsg")
     shape = spec_shape(module)
     assert shape.variables == (
-        "tmState", "tmPrepared", "tmLog", "tmUp", "rmState", "rmLog", "rmUp", "msgs",
+        "tmState", "tmPrepared", "tmLog", "tmUp", "rmState", "rmLog", "rmUp", "rmLostWork",
+        "msgs",
     )
     assert shape.next_actions[:3] == ("TMBegin", "TMCommit", "TMAbort")
     assert "TCRefinement" in shape.definitions

@@ -1,0 +1,124 @@
+"""Rules the two-phase commit code states are rules TLC enforces.
+
+docs/twopc-model.md lists each rule the cores state or rely on, and where
+TwoPhaseCommitMsg enforces it. For each rule this change tightened, a core
+that breaks exactly that rule runs under swarm faults until a seed makes the
+break matter; TLC must reject that trace at the very line where the rule
+was first broken (found here from the trace, not written down), and the
+correct core must pass the same seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from protocols.base import Core
+from protocols.twopc.config import TwoPCConfig
+from protocols.twopc.definition import TwoPhaseCommit
+from protocols.twopc.rm import ResourceManager
+from protocols.twopc.tm import TM_ID
+from sim.run.runner import run_seed
+from tracing.codec import Trace, TraceStep, read_trace
+from tracing.validation.validator import validate_trace
+
+SEEDS = range(400)  # swarm seeds searched for one where the broken rule shows
+
+# A rule broken in a trace: the line number where it first shows, or None.
+FirstBreak = Callable[[Trace], int | None]
+
+
+class KeepsLostWork(ResourceManager):
+    """Recovers without giving up the work its crash lost, so it may still vote Yes."""
+
+    def _abort_lost_work(self, out: object) -> None:
+        return None
+
+
+class ForgetsLostWork(ResourceManager):
+    """Recovers as if its crash had lost no work at all."""
+
+    def _work_lost_in_crash(self, now: int) -> frozenset[str]:
+        return frozenset()
+
+
+class WithRM(TwoPhaseCommit):
+    """Two-phase commit whose RMs are `rm_class`; the TM is the correct one."""
+
+    def __init__(self, rm_class: type[ResourceManager]) -> None:
+        super().__init__()
+        self.rm_class = rm_class
+
+    def make_core(self, config: TwoPCConfig, node_id: str) -> Core:
+        if node_id == TM_ID:
+            return super().make_core(config, node_id)
+        return self.rm_class(node_id, config)
+
+
+def _begun(step: TraceStep, tx: str) -> bool:
+    return any(rec["kind"] == "begin" and rec["tx"] == tx for rec in step.vars["tmLog"])
+
+
+def _recoveries(trace: Trace) -> Iterator[tuple[int, TraceStep, set[str]]]:
+    """Each RMRecover, with the transactions its RM was working on that the TM
+    had begun: work the RM held in memory from the begin tick, so lost."""
+    for i, step in enumerate(trace.steps):
+        if step.action == "RMRecover":
+            rm = step.params["rm"]
+            states = step.vars["rmState"]
+            lost = {tx for tx in states if states[tx][rm] == "working" and _begun(step, tx)}
+            yield i, step, lost
+
+
+def first_yes_on_lost_work(trace: Trace) -> int | None:
+    """The first line where an RM votes Yes on a transaction whose work it lost."""
+    breaks = []
+    for i, step, lost in _recoveries(trace):
+        rm = step.params["rm"]
+        for later in trace.steps[i + 1:]:
+            if later.action == "RMCrash" and later.params["rm"] == rm:
+                break
+            if any(later.vars["rmState"][tx][rm] == "prepared" for tx in lost):
+                breaks.append(later.line)
+                break
+    return min(breaks, default=None)
+
+
+def first_recovery_hiding_lost_work(trace: Trace) -> int | None:
+    """The first RMRecover that does not name all the work its RM lost."""
+    for _, step, lost in _recoveries(trace):
+        if not lost <= set(step.vars["rmLostWork"][step.params["rm"]]):
+            return step.line
+    return None
+
+
+def _trace(protocol: TwoPhaseCommit, seed: int, path: Path) -> Trace:
+    run_seed(protocol, seed, trace_path=path)
+    return read_trace(path)
+
+
+@pytest.mark.parametrize(
+    ("rm_class", "first_break"),
+    [(KeepsLostWork, first_yes_on_lost_work), (ForgetsLostWork, first_recovery_hiding_lost_work)],
+    ids=["votes-yes-on-lost-work", "recovery-hides-lost-work"],
+)
+def test_twopc_rm_that_keeps_work_lost_in_a_crash_is_rejected_where_it_breaks_the_rule(
+    rm_class: type[ResourceManager], first_break: FirstBreak, tmp_path: Path
+) -> None:
+    broken = WithRM(rm_class)
+    for seed in SEEDS:
+        trace = _trace(broken, seed, tmp_path / f"broken-{seed}.ndjson")
+        line = first_break(trace)
+        if line is not None:
+            break
+    else:
+        pytest.fail(f"no seed in {SEEDS} makes {rm_class.__name__} break its rule")
+    verdict = validate_trace(trace.path)
+    assert not verdict.accepted, f"seed {seed}: TLC accepted a trace that breaks the rule"
+    assert verdict.divergence is not None
+    assert verdict.divergence.line == line
+    correct = _trace(TwoPhaseCommit(), seed, tmp_path / f"correct-{seed}.ndjson")
+    assert first_break(correct) is None
+    assert validate_trace(correct.path).accepted
