@@ -18,6 +18,7 @@ from protocols import get_protocol
 from protocols.errors import ConfigError
 from sim import exitcodes
 from sim.cli.campaign import campaign, search, shrink
+from sim.cli.conformance import conformance_command
 from sim.cli.corpus import corpus
 from sim.cli.drift import drift
 from sim.cli.explore import explore_command
@@ -310,6 +311,6 @@ def check_specs(names: tuple[str, ...], manifest: Path | None, jobs: int) -> Non
 
 for command in (
     campaign, repro, failures, search, shrink, validate, export, corpus, drift, explore_command,
-    show, report, live_command,
+    show, report, live_command, conformance_command,
 ):
     main.add_command(command)

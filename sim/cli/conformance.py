@@ -1,0 +1,159 @@
+"""`tlasim conformance`: the spec behaviour the correct code never shows (sim/conformance/)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from protocols import PROTOCOLS, get_protocol
+from sim import exitcodes
+from sim.cli.support import bounded_int, err, exit_code_help, finite_float, guarded, out
+from tracing.printable import printable
+
+
+@click.command("conformance", epilog=exit_code_help())
+@click.argument("protocols", nargs=-1, type=click.Choice(sorted(PROTOCOLS)))
+@click.option("--seeds", type=bounded_int(min=0, max=1_000_000), default=200, show_default=True,
+              help="Seeded runs under swarm faults, at the model's options.")
+@click.option("--explore-time", type=finite_float(min=0), default=30.0, show_default=True,
+              help="Seconds of exhaustive exploration (0: none).")
+@click.option("--crashes", type=bounded_int(min=0, max=8), default=1, show_default=True,
+              help="Crashes per explored schedule.")
+@click.option("--losses", type=bounded_int(min=0, max=8), default=1, show_default=True,
+              help="Lost messages per explored schedule.")
+@click.option("--dups", type=bounded_int(min=0, max=8), default=1, show_default=True,
+              help="Duplicated messages per explored schedule.")
+@click.option("--show", "show_count", type=bounded_int(min=0), default=20, show_default=True,
+              help="Print at most this many unexplained profiles per protocol.")
+@click.option("--explained", "list_explained", is_flag=True,
+              help="Also print each explained profile with its reason.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="Also write the whole result as JSON to this file.")
+@click.option("--tlc-timeout", type=finite_float(min=0, min_open=True), default=900.0,
+              show_default=True, help="Give up on TLC's exploration after this many seconds.")
+@click.option("--spec-dir", "spec_dirs", multiple=True,
+              type=click.Path(path_type=Path, file_okay=False),
+              help="Look for specs here (default: the specs shipped with tlasim).")
+@guarded
+def conformance_command(
+    protocols: tuple[str, ...], seeds: int, explore_time: float, crashes: int, losses: int,
+    dups: int, show_count: int, list_explained: bool, json_out: Path | None,
+    tlc_timeout: float, spec_dirs: tuple[Path, ...],
+) -> None:
+    """Find where each PROTOCOL's spec (default: all) allows more than its code does.
+
+    TLC explores the spec at the small constants of its conformance model
+    (<Spec>.conformance.json beside the spec); explore and seeded runs drive
+    the correct code at the same constants. Every step of either is cut into
+    per-node profiles (the acting node's local state before and after), and
+    each profile the spec reaches but the code never does is reported by
+    action: a fault or workload the simulator never tries there, or a place
+    the spec is looser than the code. Each must be explained in the model
+    or the spec tightened. See docs/conformance.md.
+    """
+    from sim.conformance.check import conformance, has_model
+    from sim.explore.system import FaultBounds
+
+    faults = FaultBounds(crashes=crashes, losses=losses, duplicates=dups)
+    results = []
+    for name in protocols or sorted(PROTOCOLS):
+        definition = get_protocol(name)
+        if not protocols and not has_model(definition, list(spec_dirs) or None):
+            # Asked for every protocol: one without a model is named, not an error.
+            out.print(f"{name}: no conformance model beside {definition.spec_module}.tla; "
+                      "skipped (docs/conformance.md)", markup=False)
+            continue
+        err.print(f"{name}: exploring {definition.spec_module} with TLC ...", markup=False)
+        result = conformance(
+            definition, seeds=seeds, explore_seconds=explore_time, explore_faults=faults,
+            spec_dirs=list(spec_dirs) or None, tlc_timeout_s=tlc_timeout,
+            progress=_progress_of(name),
+        )
+        _print(result, show_count, list_explained)
+        results.append(result)
+    if json_out is not None:
+        from tracing.outputs import write_output
+
+        write_output(json_out, "--json",
+                     (json.dumps([_as_json(r) for r in results], indent=1) + "\n").encode())
+    if any(not r.passed for r in results):
+        sys.exit(exitcodes.DRIFT)
+
+
+def _progress_of(name: str) -> Callable[[str], None]:
+    def progress(line: str) -> None:
+        err.print(f"{name}: {line}", markup=False)
+    return progress
+
+
+def _print(result: Any, show_count: int, list_explained: bool) -> None:
+    runs = result.runs
+    explored = (f"explore {runs.explored_states} states"
+                f"{'' if runs.explore_exhausted else ' (cut by its time limit)'}, ")
+    out.print(
+        f"{result.protocol} ({result.model.spec}): TLC reached {result.spec.states} states, "
+        f"{len(result.spec.profiles())} profiles in {result.spec_seconds:.0f} s; the code "
+        f"{len(result.impl.profiles())} profiles from {explored}{runs.seeds_run} seeds "
+        f"in {result.impl_seconds:.0f} s", markup=False)
+    if runs.seeds_skipped:
+        out.print(f"  {runs.seeds_skipped} seeds skipped: their workload gives other "
+                  "constants than the model's", markup=False)
+    if runs.seeds_failed:
+        out.print(f"  {runs.seeds_failed} seeds of the correct protocol FAILED an oracle: "
+                  "run a campaign to see them", markup=False)
+    table = Table("action", "spec profiles", "code reached", "explained", "unexplained")
+    for action in result.actions:
+        table.add_row(printable(action.action), str(action.spec_profiles), str(action.reached),
+                      str(len(action.explained)), str(len(action.unexplained)))
+    out.print(table)
+    shown = 0
+    for action in result.actions:
+        for profile in action.unexplained:
+            if shown < show_count:
+                out.print(f"  UNEXPLAINED {printable(profile.render())}", markup=False)
+            shown += 1
+        if list_explained:
+            for profile, why in action.explained:
+                out.print(f"  explained {printable(profile.render())}\n    because "
+                          f"{printable(why.why)}", markup=False)
+    if shown > show_count:
+        out.print(f"  ... and {shown - show_count} more (--show N)", markup=False)
+    for stale in result.unused_explanations:
+        out.print(f"  note: the explanation for {stale.action} containing "
+                  f"{stale.contains!r} matches nothing now: remove it", markup=False)
+    out.print(f"  {result.beyond_model} profiles of the code lie beyond the model's bounds",
+              markup=False)
+    verdict = ("OK: every spec profile is reached by the code or explained" if result.passed
+               else f"LOOSE: {result.unexplained} spec profiles the code never shows, "
+                    "unexplained")
+    out.print(f"{result.protocol}: {verdict}", markup=False)
+
+
+def _as_json(result: Any) -> dict[str, Any]:
+    return {
+        "protocol": result.protocol,
+        "spec": result.model.spec,
+        "spec_states": result.spec.states,
+        "spec_profiles": len(result.spec.profiles()),
+        "code_profiles": len(result.impl.profiles()),
+        "explored_states": result.runs.explored_states,
+        "explore_exhausted": result.runs.explore_exhausted,
+        "seeds_run": result.runs.seeds_run,
+        "seeds_skipped": result.runs.seeds_skipped,
+        "beyond_model": result.beyond_model,
+        "passed": result.passed,
+        "actions": [
+            {"action": a.action, "spec_profiles": a.spec_profiles, "reached": a.reached,
+             "explained": [{"profile": p.render(), "why": e.why} for p, e in a.explained],
+             "unexplained": [p.render() for p in a.unexplained]}
+            for a in result.actions
+        ],
+        "unused_explanations": [{"action": e.action, "contains": e.contains}
+                                for e in result.unused_explanations],
+    }

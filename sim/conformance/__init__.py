@@ -1,0 +1,1 @@
+"""Conformance: where a spec allows more than the correct implementation ever does."""

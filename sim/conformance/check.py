@@ -1,0 +1,150 @@
+"""`tlasim conformance`: the spec behaviour the correct implementation never shows.
+
+Each profile TLC reaches at the model's constants but no explored schedule
+and no seeded run reaches is one of two things: a hole in what the
+simulator tries (a fault it never injects there, a workload it never
+draws), or a place where the spec is looser than the code, where a bug that
+does exactly that would pass TLC. Each must be explained in the model's
+`explained` list, or the spec tightened; an unexplained one fails the check.
+Profiles the code reaches beyond the model's bounds are counted, not
+judged: the model bounds the messages in flight, the code does not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from protocols.definition import ProtocolDefinition
+from sim.conformance.impl_side import ImplRuns, impl_profiles
+from sim.conformance.model import ConformanceModel, Explained, model_path, read_model
+from sim.conformance.profiles import Profile, Profiler
+from sim.conformance.spec_side import SideProfiles, spec_profiles
+from sim.explore.system import FaultBounds
+from sim.kernel.rng import split
+from tracing.tla.speccheck import find_spec
+
+
+@dataclass(frozen=True, slots=True)
+class ActionLooseness:
+    action: str
+    spec_profiles: int
+    reached: int  # of the spec's profiles, how many the code reached
+    explained: tuple[tuple[Profile, Explained], ...]
+    unexplained: tuple[Profile, ...]
+
+
+@dataclass(slots=True)
+class ConformanceResult:
+    protocol: str
+    model: ConformanceModel
+    spec: SideProfiles
+    impl: SideProfiles
+    runs: ImplRuns
+    actions: list[ActionLooseness] = field(default_factory=list)
+    beyond_model: int = 0  # profiles the code reached that the bounded model did not
+    unused_explanations: tuple[Explained, ...] = ()
+    spec_seconds: float = 0.0
+    impl_seconds: float = 0.0
+
+    @property
+    def unexplained(self) -> int:
+        return sum(len(a.unexplained) for a in self.actions)
+
+    @property
+    def passed(self) -> bool:
+        return self.unexplained == 0
+
+
+def _key(profile: Profile) -> tuple[object, ...]:
+    return (profile.role, profile.before, profile.after)
+
+
+def label_groups(spec: SideProfiles, impl: SideProfiles) -> dict[str, tuple[str, ...]]:
+    """Which of the code's action names each of TLC's labels stands for.
+
+    TLC labels a step with the action it split `Next` into. It cannot split
+    a quantifier over a set that depends on the state (`\\E m \\in DOMAIN
+    msgs : NetLose(m) \\/ NetDuplicate(m)`), so such steps are labelled with
+    the enclosing definition (`Next`). A label the code never uses stands
+    for every code action TLC never names.
+    """
+    labels = set(spec.by_action)
+    unnamed = tuple(sorted(set(impl.by_action) - labels))
+    return {label: (label,) if label in impl.by_action or not unnamed else unnamed
+            for label in labels}
+
+
+def compare(spec: SideProfiles, impl: SideProfiles, explained: Sequence[Explained]
+            ) -> tuple[list[ActionLooseness], int, tuple[Explained, ...]]:
+    actions = []
+    used: set[Explained] = set()
+    groups = label_groups(spec, impl)
+    impl_keys_of = {
+        label: {_key(p) for action in names for p in impl.by_action.get(action, ())}
+        for label, names in groups.items()
+    }
+    for label in sorted(spec.by_action):
+        wanted = spec.by_action[label]
+        names = groups[label]
+        shown = label if names == (label,) else f"{label} ({', '.join(names)})"
+        missing = [p for p in wanted if _key(p) not in impl_keys_of[label]]
+        covered: list[tuple[Profile, Explained]] = []
+        open_: list[Profile] = []
+        for profile in sorted(missing, key=lambda p: p.render()):
+            text = profile.render()
+            why = next((e for e in explained
+                        if any(e.covers(name, text) for name in (label, *names))), None)
+            if why is None:
+                open_.append(profile)
+            else:
+                covered.append((profile, why))
+                used.add(why)
+        actions.append(ActionLooseness(shown, len(wanted), len(wanted) - len(missing),
+                                       tuple(covered), tuple(open_)))
+    spec_keys = {(name, _key(p)) for label, names in groups.items() for name in names
+                 for p in spec.by_action[label]}
+    beyond = sum(1 for action, profiles in impl.by_action.items() for p in profiles
+                 if (action, _key(p)) not in spec_keys)
+    unused = tuple(e for e in explained if e not in used)
+    return actions, beyond, unused
+
+
+def has_model(protocol: ProtocolDefinition, spec_dirs: Sequence[Path] | None = None) -> bool:
+    module_path, _template = find_spec(protocol.spec_module, spec_dirs)
+    return model_path(module_path, protocol.spec_module).is_file()
+
+
+def conformance(
+    protocol: ProtocolDefinition,
+    *,
+    seeds: int,
+    explore_seconds: float,
+    explore_faults: FaultBounds,
+    spec_dirs: Sequence[Path] | None = None,
+    tlc_timeout_s: float | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ConformanceResult:
+    module_path, _template = find_spec(protocol.spec_module, spec_dirs)
+    model = read_model(model_path(module_path, protocol.spec_module))
+    options = protocol.make_options(dict(model.options))
+    config = protocol.configure(options, None, split(0).workload)
+    constants = protocol.spec_constants(config)
+    profiler = Profiler(model.ownership, protocol.node_ids(config),
+                        protocol.symmetric_nodes(config))
+    started = time.monotonic()
+    spec = spec_profiles(model, module_path.parent, constants, profiler, timeout_s=tlc_timeout_s)
+    spec_seconds = time.monotonic() - started
+    if progress is not None:
+        progress(f"TLC: {spec.states} states, {spec.steps} steps, "
+                 f"{len(spec.profiles())} profiles in {spec_seconds:.0f} s")
+    started = time.monotonic()
+    impl, runs = impl_profiles(protocol, options, constants, profiler, seeds=range(seeds),
+                               explore_seconds=explore_seconds, explore_faults=explore_faults,
+                               progress=progress)
+    impl_seconds = time.monotonic() - started
+    actions, beyond, unused = compare(spec, impl, model.explained)
+    return ConformanceResult(protocol.name, model, spec, impl, runs, actions, beyond, unused,
+                             spec_seconds, impl_seconds)

@@ -1,0 +1,109 @@
+"""The code's side: every step the correct implementation takes, as profiles.
+
+Two sources, both at the model's options (so at the spec's constants):
+
+- `explore`, every schedule of the cores within fault bounds (breadth-first,
+  cut by a time limit), which reaches the rare interleavings; and
+- seeded runs under swarm faults, as a campaign runs them, which reach the
+  long histories and the fault mixes the explorer's bounds leave out.
+
+A seed whose workload gives other constants (another set of transactions,
+say) is skipped and counted: its profiles would not be comparable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from protocols.definition import ProtocolDefinition, StepInfo
+from sim.conformance.profiles import Profiler
+from sim.conformance.spec_side import SideProfiles
+from sim.explore.search import SearchBounds, explore
+from sim.explore.system import FaultBounds
+from sim.kernel.options import SimOptions
+from sim.kernel.rng import split
+from sim.kernel.simulation import Simulation
+from tracing.emit.emitter import TraceEmitter
+
+
+@dataclass(slots=True)
+class ImplRuns:
+    explored_states: int = 0
+    explore_exhausted: bool = False
+    seeds_run: int = 0
+    seeds_skipped: int = 0  # another workload's constants
+    seeds_failed: int = 0  # a correct protocol that failed: worth a look of its own
+
+
+class _ProfilingEmitter(TraceEmitter):
+    """Writes nothing; cuts every step of a run into profiles."""
+
+    def __init__(self, profiler: Profiler, side: SideProfiles) -> None:
+        super().__init__(None)
+        self._profiler = profiler
+        self._side = side
+        self._before: Mapping[str, Any] | None = None
+
+    def header(self, **_fields: Any) -> None:
+        pass
+
+    def step(self, *, ts: int, node: str | None, action: str, params: Mapping[str, Any],
+             vars: Mapping[str, Any], faults: Sequence[str] = (),
+             timer: str | None = None) -> None:
+        take_step(self._profiler, self._side, self._before, action, vars)
+        # Spec variables are never changed after their step (ProtocolDefinition
+        # .spec_vars), so keeping the mapping is keeping the state.
+        self._before = vars
+
+
+def take_step(profiler: Profiler, side: SideProfiles, before: Mapping[str, Any] | None,
+              action: str, after: Mapping[str, Any]) -> None:
+    after_locals = profiler.locals_of(after)
+    side.add_state(profiler, after_locals)
+    side.steps += 1
+    if not before:
+        return  # the Init line: a state, not a step
+    for profile in profiler.profiles(action, before, after, None, after_locals):
+        side.by_action[action].add(profile)
+
+
+def impl_profiles(
+    protocol: ProtocolDefinition,
+    options: Any,
+    constants: Mapping[str, Any],
+    profiler: Profiler,
+    *,
+    seeds: range,
+    explore_seconds: float,
+    explore_faults: FaultBounds,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[SideProfiles, ImplRuns]:
+    side = SideProfiles()
+    runs = ImplRuns()
+    if explore_seconds > 0:
+        config = protocol.configure(options, None, split(seeds.start).workload)
+
+        def on_step(before: Mapping[str, Any], step: StepInfo, after: Mapping[str, Any],
+                    _path: Any) -> None:
+            take_step(profiler, side, before, step.action, after)
+
+        bounds = SearchBounds(explore_faults, time_limit=explore_seconds)
+        found = explore(protocol, config, bounds, on_step=on_step)
+        runs.explored_states = found.states
+        runs.explore_exhausted = found.exhausted
+        if progress is not None:
+            progress(f"explore: {found.states} states in {found.seconds:.0f} s"
+                     f"{'' if found.exhausted else ' (cut by the time limit)'}")
+    for seed in seeds:
+        emitter = _ProfilingEmitter(profiler, side)
+        sim = Simulation(protocol, seed, protocol_options=options, options=SimOptions(),
+                         emitter=emitter)
+        if dict(protocol.spec_constants(sim.config)) != dict(constants):
+            runs.seeds_skipped += 1
+            continue
+        result = sim.run()
+        runs.seeds_run += 1
+        runs.seeds_failed += not result.ok
+    return side, runs

@@ -1,0 +1,136 @@
+"""A protocol's conformance model: the declaration beside its spec.
+
+`<Spec>.conformance.json`, in the spec module's folder, says how to compare
+the spec with the code at small constants:
+
+```json
+{
+  "schema": 1,
+  "spec": "TwoPhaseCommitMsg",
+  "model": {"module": "MCTwoPhaseCommitMsg", "specification": "Spec",
+            "constraints": ["MsgBound"], "constants": {"MaxCopies": 1}},
+  "options": {"rm_count": 2, "tx_count": 1},
+  "nodes": {"tmState": "tm", "rmState": "[*][node]", "rmUp": "[node]", "msgs": "network"},
+  "explained": [{"action": "RMRcvAbort", "contains": "...", "why": "..."}]
+}
+```
+
+- `model` names the module TLC explores (one that EXTENDS the spec and
+  bounds it) and its extra constants; the protocol's own constants come from
+  the code, from a run configured with `options`.
+- `nodes` says which node owns which part of each variable: a node id owns
+  a variable whole, `[node]` is the entry of each node, `[*][node]` each
+  node's entry inside every entry; the `network` variable is the bag of
+  messages. A variable not named belongs to no node.
+- `explained` lists spec behaviour the code never shows, each with why
+  that is fine (a fault the simulator does not inject at these constants, a
+  path the workload never takes): a profile whose action matches and whose
+  text contains `contains` (all of it, when left out) is explained.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from protocols.checked import load_json
+from protocols.errors import ConfigError
+from sim.conformance.profiles import Ownership
+
+SCHEMA = 1
+MAX_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Explained:
+    action: str
+    contains: str
+    why: str
+
+    def covers(self, action: str, text: str) -> bool:
+        return action == self.action and self.contains in text
+
+
+@dataclass(frozen=True, slots=True)
+class ConformanceModel:
+    path: Path
+    spec: str
+    module: str
+    specification: str
+    constraints: tuple[str, ...]
+    model_constants: Mapping[str, Any]
+    options: Mapping[str, Any]
+    ownership: Ownership
+    explained: tuple[Explained, ...]
+
+
+def model_path(spec_module: Path, spec: str) -> Path:
+    return spec_module.with_name(f"{spec}.conformance.json")
+
+
+def _text(entry: Mapping[str, Any], key: str, where: str, default: str | None = None) -> str:
+    value = entry.get(key, default)
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}: {key} must be a non-empty string, not {value!r:.60}")
+    return value
+
+
+def _object(entry: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    value = entry.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: {key} must be an object, not {type(value).__name__}")
+    return value
+
+
+def read_model(path: Path) -> ConformanceModel:
+    """Read and check a conformance model; ConfigError names what is wrong."""
+    where = str(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{where} does not exist: write one to compare this spec with its code "
+            "(docs/conformance.md)") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {where}: {exc.strerror}") from None
+    root = load_json(data, where, error=ConfigError, max_bytes=MAX_BYTES)
+    if not isinstance(root, dict):
+        raise ConfigError(f"{where}: must hold a JSON object")
+    unknown = sorted(set(root) - {"schema", "spec", "model", "options", "nodes", "explained",
+                                  "about"})
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {unknown}")
+    if root.get("schema") != SCHEMA:
+        raise ConfigError(f"{where}: schema must be {SCHEMA}, not {root.get('schema')!r:.20}")
+    model = _object(root, "model", where)
+    constraints = model.get("constraints", [])
+    if not isinstance(constraints, list) or not all(isinstance(c, str) for c in constraints):
+        raise ConfigError(f"{where}: model.constraints must be a list of operator names")
+    nodes = _object(root, "nodes", where)
+    if not nodes:
+        raise ConfigError(f"{where}: nodes must name which node owns which variable")
+    explained_raw = root.get("explained", [])
+    if not isinstance(explained_raw, list):
+        raise ConfigError(f"{where}: explained must be a list")
+    explained = []
+    for i, entry in enumerate(explained_raw):
+        at = f"{where}: explained[{i}]"
+        if not isinstance(entry, dict) or set(entry) - {"action", "contains", "why"}:
+            raise ConfigError(f"{at} must be an object of action, contains and why")
+        contains = entry.get("contains", "")
+        if not isinstance(contains, str):
+            raise ConfigError(f"{at}: contains must be a string")
+        explained.append(Explained(_text(entry, "action", at), contains, _text(entry, "why", at)))
+    return ConformanceModel(
+        path=path,
+        spec=_text(root, "spec", where),
+        module=_text(model, "module", f"{where}: model"),
+        specification=_text(model, "specification", f"{where}: model", "Spec"),
+        constraints=tuple(constraints),
+        model_constants=_object(model, "constants", f"{where}: model"),
+        options=_object(root, "options", where),
+        ownership=Ownership.parse(nodes, f"{where}"),
+        explained=tuple(explained),
+    )

@@ -1,0 +1,138 @@
+"""The spec's side: every step TLC takes at the model's constants, as profiles.
+
+TLC explores the model (`ConformanceModel.module` under its constraints,
+with the protocol's constants taken from the code's configuration, and no
+symmetry so that every node's steps are there) and dumps its state graph
+with `-dump dot,actionlabels`: every distinct state, and every transition
+labelled with the action that takes it. Each transition is cut into
+profiles (sim/conformance/profiles.py). The dump is read line by line and
+each state is parsed once.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from protocols.errors import SpecError, TLCError
+from sim.conformance.model import ConformanceModel
+from sim.conformance.profiles import Norm, Profile, Profiler
+from tracing.tla.literal import is_identifier, to_tla
+from tracing.tla.parse import parse_state
+from tracing.tla.tlc import run_tlc
+from tracing.values import freeze, from_json
+
+_ROOT = "TlasimConformance"
+_STATE = re.compile(r'^(-?\d+) \[label="(.*)"(?:,style = filled)?\];?$')
+_EDGE = re.compile(r'^(-?\d+) -> (-?\d+) \[label="([^"]*)"')
+_ESCAPE = re.compile(r"\\(.)")
+_UNESCAPED = {"n": "\n", '"': '"', "\\": "\\"}
+
+
+@dataclass(slots=True)
+class SideProfiles:
+    """What one side reached: profiles by action, and each role's local states."""
+
+    by_action: dict[str, set[Profile]] = field(default_factory=lambda: defaultdict(set))
+    local_states: dict[str, set[Norm]] = field(default_factory=lambda: defaultdict(set))
+    states: int = 0
+    steps: int = 0
+
+    def add_state(self, profiler: Profiler, locals_: Mapping[str, Norm]) -> None:
+        for node, local in locals_.items():
+            role, canonical = profiler.canonical_local(node, local)
+            self.local_states[role].add(canonical)
+
+    def profiles(self) -> set[Profile]:
+        return set().union(*self.by_action.values()) if self.by_action else set()
+
+
+def _module_text(model: ConformanceModel, constants: Mapping[str, Any]) -> tuple[str, str]:
+    """The root module and its config: the model, with every constant given."""
+    lines = [f"---- MODULE {_ROOT} ----", f"EXTENDS {model.module}"]
+    cfg = ["CONSTANTS"]
+    # The model's own constants are JSON as in a trace header ({"#set": [...]}).
+    values = {name: from_json(value, f"{model.path}: model.constants.{name}")
+              for name, value in model.model_constants.items()}
+    values.update({name: freeze(value, name) for name, value in constants.items()})
+    for name, value in values.items():
+        if not is_identifier(name):
+            raise SpecError(f"{model.path}: constant name {name!r:.40} is not a TLA+ name")
+        lines.append(f"TlasimConst_{name} == {to_tla(value)}")
+        cfg.append(f"    {name} <- TlasimConst_{name}")
+    lines.append("====")
+    cfg.append(f"SPECIFICATION {model.specification}")
+    cfg.extend(f"CONSTRAINT {c}" for c in model.constraints)
+    return "\n".join(lines) + "\n", "\n".join(cfg) + "\n"
+
+
+def _unescape(label: str) -> str:
+    return _ESCAPE.sub(lambda m: _UNESCAPED.get(m.group(1), m.group(1)), label)
+
+
+def spec_profiles(
+    model: ConformanceModel,
+    spec_folder: Path,
+    constants: Mapping[str, Any],
+    profiler: Profiler,
+    *,
+    timeout_s: float | None = None,
+) -> SideProfiles:
+    """Have TLC explore the model and cut every transition into profiles."""
+    with tempfile.TemporaryDirectory(prefix="tlasim-conformance-") as scratch:
+        folder = Path(scratch)
+        # TLC reads the modules from the root module's folder: a private copy
+        # keeps the generated module out of the spec folder.
+        for module in spec_folder.glob("*.tla"):
+            shutil.copy(module, folder / module.name)
+        if not (folder / f"{model.module}.tla").is_file():
+            raise SpecError(f"{model.path}: model module {model.module}.tla is not in "
+                            f"{spec_folder}")
+        text, cfg = _module_text(model, constants)
+        (folder / f"{_ROOT}.tla").write_text(text)
+        (folder / f"{_ROOT}.cfg").write_text(cfg)
+        dot = folder / "states.dot"
+        result = run_tlc(folder / f"{_ROOT}.tla", folder / f"{_ROOT}.cfg", workdir=folder,
+                         args=["-deadlock", "-dump", "dot,actionlabels", str(dot)],
+                         timeout_s=timeout_s)
+        if result.outcome != "ok":
+            raise SpecError(f"TLC could not explore {model.module} for {model.path.name} "
+                           f"({result.outcome}): {result.error_text() or result.output[-2000:]}")
+        return _read_dot(dot, profiler)
+
+
+def _read_dot(dot: Path, profiler: Profiler) -> SideProfiles:
+    side = SideProfiles()
+    states: dict[str, dict[str, Any]] = {}
+    locals_of: dict[str, dict[str, Norm]] = {}
+    edges: list[tuple[str, str, str]] = []
+    with dot.open(encoding="utf-8") as lines:
+        for line in lines:
+            line = line.rstrip("\n")
+            edge = _EDGE.match(line)
+            if edge is not None:
+                edges.append((edge.group(1), edge.group(2), edge.group(3)))
+                continue
+            state = _STATE.match(line)
+            if state is not None and state.group(1) not in states:
+                values = parse_state(_unescape(state.group(2)))
+                states[state.group(1)] = values
+                locals_of[state.group(1)] = local = profiler.locals_of(values)
+                side.add_state(profiler, local)
+    if not states:
+        raise TLCError(f"TLC's state graph {dot.name} holds no state")
+    side.states = len(states)
+    for source, target, action in edges:
+        if source not in states or target not in states:
+            raise TLCError(f"TLC's state graph names a state it does not define: {source}")
+        side.steps += 1
+        for profile in profiler.profiles(action, states[source], states[target],
+                                         locals_of[source], locals_of[target]):
+            side.by_action[action].add(profile)
+    return side

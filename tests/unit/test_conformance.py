@@ -1,0 +1,162 @@
+"""Conformance profiles: one step seen from one node, equal across the spec and the code."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from protocols.errors import ConfigError
+from sim.conformance.check import compare
+from sim.conformance.model import Explained, read_model
+from sim.conformance.profiles import NET_ROLE, Ownership, Profiler, normalise
+from sim.conformance.spec_side import SideProfiles, _unescape
+from tracing.tla.parse import ModelValue, parse_state
+from tracing.values import Record
+
+OWNERS = Ownership.parse(
+    {"tmState": "tm", "rmState": "[*][node]", "rmUp": "[node]", "msgs": "network"}, "test"
+)
+PROFILER = Profiler(OWNERS, ("tm", "r1", "r2"), (("r1", "r2"),))
+
+
+def state(tm: str, r1: str, r2: str, *, up2: bool = True, msgs: object = None) -> dict:
+    return {
+        "tmState": {"t1": tm},
+        "rmState": {"t1": {"r1": r1, "r2": r2}},
+        "rmUp": {"r1": True, "r2": up2},
+        "msgs": {} if msgs is None else msgs,
+    }
+
+
+def test_spec_values_and_code_values_normalise_alike() -> None:
+    parsed = parse_state('/\\ x = (r1 :> TRUE @@ r2 :> FALSE)\n/\\ y = << >>\n/\\ z = {a, b}')
+    assert normalise(parsed["x"]) == normalise({"r1": True, "r2": False})
+    # TLC prints an empty bag or function as << >>; the code has an empty dict.
+    assert normalise(parsed["y"]) == normalise(())
+    assert normalise(parsed["z"]) == normalise(frozenset({"a", "b"}))
+    assert normalise(ModelValue("a")) == "a"
+    assert normalise([1, 2]) == normalise({1: 1, 2: 2})  # a sequence is a function on 1..n
+    assert normalise(True) != normalise(1)
+
+
+def test_a_node_sees_only_its_own_part() -> None:
+    s = state("preparing", "prepared", "working", up2=False)
+    assert OWNERS.local(s, "r2") == (("rmState", normalise({"t1": "working"})),
+                                     ("rmUp", normalise(False)))
+    assert OWNERS.local(s, "tm") == (("tmState", normalise({"t1": "preparing"})),)
+
+
+def test_the_same_step_of_either_interchangeable_node_is_one_profile() -> None:
+    before = state("preparing", "working", "working")
+    by_r1 = set(PROFILER.profiles("RMRcvPrepare", before, state("preparing", "prepared",
+                                                                  "working")))
+    by_r2 = set(PROFILER.profiles("RMRcvPrepare", before, state("preparing", "working",
+                                                                  "prepared")))
+    assert by_r1 == by_r2 and len(by_r1) == 1
+    (profile,) = by_r1
+    assert profile.role == "r*"
+    assert "working" in profile.render() and "prepared" in profile.render()
+
+
+def test_a_step_that_changes_no_node_is_profiled_by_its_messages_and_who_they_name() -> None:
+    m1 = Record({"type": "Prepare", "rm": "r1"})
+    before = state("preparing", "working", "working")
+    after = state("preparing", "working", "working", msgs={m1: 1})
+    (profile,) = PROFILER.profiles("TMSendPrepare", before, after)
+    assert profile.role == NET_ROLE
+    assert profile.after == ((), (normalise(m1),))
+    assert profile.before == (("r*", OWNERS.local(before, "r1")),)
+    m2 = Record({"type": "Prepare", "rm": "r2"})
+    after2 = state("preparing", "working", "working", msgs={m2: 1})
+    assert set(PROFILER.profiles("TMSendPrepare", before, after2)) == {profile}
+
+
+@pytest.mark.parametrize("declared, message", [
+    ({"x": 3}, "node id, a path"),
+    ({"x": "[node][node]"}, "names [node] once"),
+    ({"x": "[key]"}, "made of"),
+    ({"x": "network", "y": "network"}, "two network variables"),
+])
+def test_a_bad_ownership_declaration_is_named(declared: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        Ownership.parse(declared, "model.json")
+
+
+def write_model(tmp_path: Path, **changes: object) -> Path:
+    data = {"schema": 1, "spec": "S", "model": {"module": "MCS"}, "nodes": {"x": "[node]"}}
+    data.update(changes)
+    path = tmp_path / "S.conformance.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_model_is_read_with_its_defaults(tmp_path: Path) -> None:
+    model = read_model(write_model(tmp_path, explained=[{"action": "A", "why": "because"}]))
+    assert model.specification == "Spec" and model.constraints == ()
+    assert model.explained == (Explained("A", "", "because"),)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"schema": 2}, "schema must be 1"),
+    ({"extra": 1}, "unknown keys"),
+    ({"nodes": {}}, "nodes must name"),
+    ({"explained": [{"action": "A"}]}, "why must be"),
+    ({"explained": [{"action": "A", "why": "w", "contains": 3}]}, "contains must be"),
+    ({"model": {"module": "M", "constraints": "Bound"}}, "list of operator names"),
+])
+def test_a_bad_model_is_refused_with_its_fault(tmp_path: Path, changes: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        read_model(write_model(tmp_path, **changes))
+
+
+def test_a_missing_or_malformed_model_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        read_model(tmp_path / "nothing.conformance.json")
+    bad = tmp_path / "bad.conformance.json"
+    bad.write_text('{"schema": 1, "schema": 1}')
+    with pytest.raises(ConfigError):
+        read_model(bad)
+
+
+def side(*steps: tuple[str, dict, dict]) -> SideProfiles:
+    found = SideProfiles()
+    for action, before, after in steps:
+        found.by_action[action].update(PROFILER.profiles(action, before, after))
+    return found
+
+
+def test_what_the_spec_does_and_the_code_never_does_is_reported_unless_explained() -> None:
+    working = state("preparing", "working", "working")
+    prepared = state("preparing", "prepared", "working")
+    aborted_late = state("preparing", "aborted", "working")
+    spec = side(("RMRcvPrepare", working, prepared), ("RMChooseToAbort", prepared, aborted_late))
+    code = side(("RMRcvPrepare", working, prepared))
+    actions, beyond, unused = compare(spec, code, ())
+    loose = {a.action: a for a in actions}
+    assert loose["RMRcvPrepare"].unexplained == ()
+    assert len(loose["RMChooseToAbort"].unexplained) == 1
+    assert beyond == 0 and unused == ()
+    why = Explained("RMChooseToAbort", '"prepared"', "a reason")
+    stale = Explained("RMRcvPrepare", "no such text", "old")
+    actions, _, unused = compare(spec, code, (why, stale))
+    assert all(not a.unexplained for a in actions)
+    assert unused == (stale,)
+
+
+def test_a_label_tlc_gives_a_whole_quantifier_stands_for_the_actions_it_never_names() -> None:
+    # TLC labels `\E m \in DOMAIN msgs : NetLose(m) \/ ...` steps with `Next`.
+    m = Record({"type": "Prepare", "rm": "r1"})
+    quiet = state("preparing", "working", "working")
+    with_m = state("preparing", "working", "working", msgs={m: 1})
+    spec = side(("Next", with_m, quiet))
+    code = side(("NetLose", with_m, quiet))
+    actions, beyond, _ = compare(spec, code, ())
+    (only,) = actions
+    assert only.action == "Next (NetLose)" and only.unexplained == () and beyond == 0
+
+
+def test_tlc_dot_labels_are_unescaped() -> None:
+    assert _unescape(r'/\\ x = \"a\\\"b\"\n/\\ y = 1') == '/\\ x = "a\\"b"\n/\\ y = 1'
