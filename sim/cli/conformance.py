@@ -101,6 +101,9 @@ def _print(result: Any, show_count: int, list_explained: bool) -> None:
         f"{len(result.spec.profiles())} profiles in {result.spec_seconds:.0f} s; the code "
         f"{len(result.impl.profiles())} profiles from {explored}{runs.seeds_run} seeds "
         f"in {result.impl_seconds:.0f} s", markup=False)
+    if result.unowned:
+        out.print(f"  owned by no node, so in no profile: {', '.join(result.unowned)}",
+                  markup=False)
     if runs.seeds_skipped:
         out.print(f"  {runs.seeds_skipped} seeds skipped: their workload gives other "
                   "constants than the model's", markup=False)

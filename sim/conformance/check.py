@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from protocols.definition import ProtocolDefinition
+from protocols.errors import ConfigError
 from sim.conformance.impl_side import ImplRuns, impl_profiles
 from sim.conformance.model import ConformanceModel, Explained, model_path, read_model
 from sim.conformance.profiles import Profile, Profiler
@@ -48,6 +49,7 @@ class ConformanceResult:
     unused_explanations: tuple[Explained, ...] = ()
     spec_seconds: float = 0.0
     impl_seconds: float = 0.0
+    unowned: tuple[str, ...] = ()  # spec variables no node owns: in no profile
 
     @property
     def unexplained(self) -> int:
@@ -129,6 +131,13 @@ def conformance(
 ) -> ConformanceResult:
     module_path, _template = find_spec(protocol.spec_module, spec_dirs)
     model = read_model(model_path(module_path, protocol.spec_module))
+    unknown = sorted(set(model.ownership.owners) - set(protocol.variable_types))
+    if model.ownership.network is not None and model.ownership.network not in \
+            protocol.variable_types:
+        unknown.append(model.ownership.network)
+    if unknown:
+        raise ConfigError(f"{model.path}: nodes names {', '.join(unknown)}, not variables of "
+                          f"{protocol.spec_module} ({', '.join(protocol.variable_types)})")
     options = protocol.make_options(dict(model.options))
     config = protocol.configure(options, None, split(0).workload)
     constants = protocol.spec_constants(config)
@@ -146,5 +155,7 @@ def conformance(
                                progress=progress)
     impl_seconds = time.monotonic() - started
     actions, beyond, unused = compare(spec, impl, model.explained)
+    unowned = tuple(v for v in protocol.variable_types
+                    if v not in model.ownership.owners and v != model.ownership.network)
     return ConformanceResult(protocol.name, model, spec, impl, runs, actions, beyond, unused,
-                             spec_seconds, impl_seconds)
+                             spec_seconds, impl_seconds, unowned)
