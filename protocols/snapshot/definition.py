@@ -8,7 +8,7 @@ from typing import Any
 
 from protocols.base import Core
 from protocols.defaults import ProtocolBase
-from protocols.derived import Derived, per_node
+from protocols.derived import Derived, DerivedEach, per_node
 from protocols.snapshot import bugs
 from protocols.snapshot.client import SnapshotClient
 from protocols.snapshot.config import (
@@ -39,6 +39,7 @@ class SnapshotTransfer(ProtocolBase):
         "srcAcked": "SUBSET Chunks",
         "srcShipped": "Int",
         "srcUp": "BOOLEAN",
+        "srcSynced": "BOOLEAN",
         "rcvState": '{"empty", "receiving", "replaying", "ready"}',
         "rcvSnap": "Int",
         "rcvChunks": "SUBSET Chunks",
@@ -46,6 +47,7 @@ class SnapshotTransfer(ProtocolBase):
         "rcvPos": "Int",
         "rcvReads": f"SUBSET [id: {_VALUE}, key: Keys, idx: Int]",
         "rcvUp": "BOOLEAN",
+        "rcvSynced": "BOOLEAN",
         "clientOp": (
             f'[Clients -> [kind: {{"idle", "get", "put"}}, key: Keys \\cup {{"-"}}, id: {_VALUE}]]'
         ),
@@ -74,6 +76,10 @@ class SnapshotTransfer(ProtocolBase):
         # The clients' operations, kept while each client's is the same
         # object (see protocols.derived).
         self._client_op: Derived[dict[str, Any]] = Derived(per_node)
+        # What each node would recover to from its synced log, rebuilt by its
+        # own `restore` (as the kernel does at a crash) only when the log changes.
+        self._recovered: DerivedEach[Mapping[str, Any]] = DerivedEach(self._recover)
+        self._synced: DerivedEach[bool] = DerivedEach(_durable_vars_agree)
 
     def configure(
         self, options: SnapshotOptions, bug: str | None, workload_rng: random.Random
@@ -117,13 +123,40 @@ class SnapshotTransfer(ProtocolBase):
         return {
             **src,
             "srcUp": up[SOURCE_ID],
+            "srcSynced": self._node_synced(config, SOURCE_ID, Source.DURABLE_VARS, src, logs),
             **rcv,
             "rcvUp": up[RECEIVER_ID],
+            "rcvSynced": self._node_synced(config, RECEIVER_ID, Receiver.DURABLE_VARS, rcv, logs),
             "clientOp": self._client_op(
                 config.clients, *[views[c]["clientOp"] for c in config.clients]
             ),
             "msgs": in_flight,
         }
+
+    def _node_synced(
+        self,
+        config: SnapshotConfig,
+        node_id: str,
+        durable: tuple[str, ...],
+        view: Mapping[str, Any],
+        logs: Mapping[str, Sequence[Mapping[str, Any]]],
+    ) -> bool:
+        """Whether the node's durable variables are what its synced log recovers to.
+
+        The spec's durable variables are what a crash keeps, so a change to one
+        that the step did not sync (an unsynced or missing `Persist`, a record
+        `restore` reads back differently) is a step the spec rejects, at once,
+        and not only at a crash that happens to fall before the next sync.
+        """
+        recovered = self._recovered(node_id, config, node_id, logs[node_id])
+        return self._synced(node_id, durable, view, recovered)
+
+    def _recover(
+        self, config: SnapshotConfig, node_id: str, log: Sequence[Mapping[str, Any]]
+    ) -> Mapping[str, Any]:
+        core = self.make_core(config, node_id)
+        core.restore(tuple(log))
+        return core.view()
 
     def make_oracle(self, config: SnapshotConfig) -> SnapshotOracle:
         return SnapshotOracle(config)
@@ -133,6 +166,12 @@ class SnapshotTransfer(ProtocolBase):
         its last operation had each earlier one answered at once."""
         busiest = max((sum(op.think_ticks for op in ops) for ops in config.ops.values()), default=0)
         return max(config.join_tick, busiest)
+
+
+def _durable_vars_agree(
+    durable: tuple[str, ...], view: Mapping[str, Any], recovered: Mapping[str, Any]
+) -> bool:
+    return all(view[name] == recovered[name] for name in durable)
 
 
 DEFINITION = SnapshotTransfer()

@@ -65,6 +65,11 @@ def _as_id(value: Mapping[str, Any]) -> FrozenRecord:
 
 
 class Receiver:
+    # The view's variables a restart rebuilds from the synced log (`restore`);
+    # the parked reads are the only volatile one. The refinement mapping holds
+    # these to the synced log at every step (SnapshotTransferMsg's rcvSynced).
+    DURABLE_VARS = ("rcvState", "rcvSnap", "rcvChunks", "rcvKv", "rcvPos")
+
     def __init__(self, config: SnapshotConfig) -> None:
         self.node_id = RECEIVER_ID
         self.config = config

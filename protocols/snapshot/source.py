@@ -43,6 +43,11 @@ _RESEND_TIMER = "resend"
 
 
 class Source:
+    # The view's variables a restart rebuilds from the synced log (`restore`);
+    # the transfer state is volatile. The refinement mapping holds these to
+    # the synced log at every step (SnapshotTransferMsg's srcSynced).
+    DURABLE_VARS = ("srcLog",)
+
     def __init__(self, config: SnapshotConfig) -> None:
         self.node_id = SOURCE_ID
         self.config = config

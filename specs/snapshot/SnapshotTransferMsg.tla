@@ -42,7 +42,10 @@
 (*  - every durable change is synced in the step that makes it, so a       *)
 (*    crashed node's durable variables already show what it recovers to;   *)
 (*    a crash clears exactly the volatile ones (the source's transfer      *)
-(*    state, the receiver's parked reads);                                 *)
+(*    state, the receiver's parked reads).  That is a rule of the code, so *)
+(*    it is checked, not assumed: srcSynced and rcvSynced say whether a    *)
+(*    node's durable variables are what its synced log recovers to, and    *)
+(*    no step may make either FALSE;                                       *)
 (*  - clients never crash: they are the load, not the system under test;   *)
 (*  - no fairness here; MCSnapshotTransferMsgLive adds it.                 *)
 (***************************************************************************)
@@ -61,6 +64,7 @@ VARIABLES
     srcAcked,    \* the chunks the receiver acknowledged
     srcShipped,  \* the receiver's acknowledged log position, -1 before any
     srcUp,       \* the source is running
+    srcSynced,   \* srcLog is what the source's synced log recovers to
     rcvState,    \* where the receiver stands (durable)
     rcvSnap,     \* the receiver's snapshot position, -1 for none (durable)
     rcvChunks,   \* the chunks it has persisted (durable)
@@ -68,13 +72,16 @@ VARIABLES
     rcvPos,      \* the log position its data reflects, -1 for none (durable)
     rcvReads,    \* the reads it parked, waiting for their read index
     rcvUp,       \* the receiver is running
+    rcvSynced,   \* its durable variables are what its synced log recovers to
     clientOp,    \* clientOp[c]: c's outstanding operation, or its last one
     msgs         \* the messages in flight: a bag, message -> number of copies
 
-vars == <<srcLog, srcSnap, srcAcked, srcShipped, srcUp, rcvState, rcvSnap,
-          rcvChunks, rcvKv, rcvPos, rcvReads, rcvUp, clientOp, msgs>>
-srcVars == <<srcLog, srcSnap, srcAcked, srcShipped, srcUp>>
-rcvVars == <<rcvState, rcvSnap, rcvChunks, rcvKv, rcvPos, rcvReads, rcvUp>>
+vars == <<srcLog, srcSnap, srcAcked, srcShipped, srcUp, srcSynced, rcvState,
+          rcvSnap, rcvChunks, rcvKv, rcvPos, rcvReads, rcvUp, rcvSynced,
+          clientOp, msgs>>
+srcVars == <<srcLog, srcSnap, srcAcked, srcShipped, srcUp, srcSynced>>
+rcvVars == <<rcvState, rcvSnap, rcvChunks, rcvKv, rcvPos, rcvReads, rcvUp,
+             rcvSynced>>
 clientVars == <<clientOp>>
 
 (* The value of a key nobody wrote, and the id of a client's absent        *)
@@ -162,6 +169,7 @@ TypeOK ==
     /\ srcAcked \subseteq Chunks
     /\ srcShipped \in -1..Len(srcLog)
     /\ srcUp \in BOOLEAN
+    /\ srcSynced \in BOOLEAN
     /\ rcvState \in RcvStates
     /\ rcvSnap \in -1..Len(srcLog)
     /\ rcvChunks \subseteq Chunks
@@ -169,6 +177,7 @@ TypeOK ==
     /\ rcvPos \in -1..Len(srcLog)
     /\ rcvReads \subseteq [id : WriteId, key : Keys, idx : -1..Len(srcLog)]
     /\ rcvUp \in BOOLEAN
+    /\ rcvSynced \in BOOLEAN
     /\ clientOp \in [Clients -> [kind : {"idle", "get", "put"},
                                  key : Keys \cup {"-"}, id : OpId]]
     /\ \A c \in Clients : clientOp[c].id.c = c
@@ -194,6 +203,7 @@ Init ==
     /\ srcAcked = {}
     /\ srcShipped = -1
     /\ srcUp = TRUE
+    /\ srcSynced = TRUE
     /\ rcvState = "empty"
     /\ rcvSnap = -1
     /\ rcvChunks = {}
@@ -201,15 +211,17 @@ Init ==
     /\ rcvPos = -1
     /\ rcvReads = {}
     /\ rcvUp = TRUE
+    /\ rcvSynced = TRUE
     /\ clientOp = [cl \in Clients |->
                       [kind |-> "idle", key |-> "-", id |-> [c |-> cl, n |-> 0]]]
     /\ msgs = [m \in {} |-> 0]
 
 ---------------------------------------------------------------------------
 (***************************************************************************)
-(* The source.  srcLog is synced in the step that appends to it; the       *)
-(* transfer state (srcSnap, srcAcked, srcShipped) is volatile and comes    *)
-(* from the receiver's Join.                                               *)
+(* The source.  srcLog is synced in the step that appends to it, so a      *)
+(* write is durable before its PutOk leaves, and no step leaves srcSynced  *)
+(* FALSE; the transfer state (srcSnap, srcAcked, srcShipped) is volatile   *)
+(* and comes from the receiver's Join.                                     *)
 (***************************************************************************)
 
 (* A message m the source is up to receive.                                *)
@@ -232,7 +244,7 @@ SrcWrite(m) ==
                    THEN srcLog
                    ELSE Append(srcLog, [key |-> m.key, val |-> m.id])
     /\ Reply(m, {PutOkMsg(m.id)})
-    /\ UNCHANGED <<srcSnap, srcAcked, srcShipped, srcUp, rcvVars, clientVars>>
+    /\ UNCHANGED <<srcSnap, srcAcked, srcShipped, srcUp, srcSynced, rcvVars, clientVars>>
 
 (* A Join resumes exactly what the receiver holds, or starts a snapshot at *)
 (* the log's current end.                                                  *)
@@ -243,7 +255,7 @@ SrcJoin(m) ==
            /\ srcAcked' = m.have
            /\ srcShipped' = m.pos
            /\ \E S \in ChunkChoices(s, m.have) : Reply(m, S)
-    /\ UNCHANGED <<srcLog, srcUp, rcvVars, clientVars>>
+    /\ UNCHANGED <<srcLog, srcUp, srcSynced, rcvVars, clientVars>>
 
 (* An acknowledgement of this snapshot's chunk counts once and releases    *)
 (* the next chunk; any other is consumed and ignored.                      *)
@@ -254,7 +266,7 @@ SrcChunkAck(m) ==
               /\ \E S \in ChunkChoices(srcSnap, srcAcked') : Reply(m, S)
          ELSE /\ Reply(m, {})
               /\ UNCHANGED srcAcked
-    /\ UNCHANGED <<srcLog, srcSnap, srcShipped, srcUp, rcvVars, clientVars>>
+    /\ UNCHANGED <<srcLog, srcSnap, srcShipped, srcUp, srcSynced, rcvVars, clientVars>>
 
 (* The log records after what the receiver has; possibly none, which says  *)
 (* "you are caught up".  Also the resend of records.                       *)
@@ -270,7 +282,7 @@ SrcRecordsAck(m) ==
     /\ SrcReceives(m, "RecordsAck")
     /\ srcShipped' = IF srcSnap # -1 /\ m.pos > srcShipped THEN m.pos ELSE srcShipped
     /\ Reply(m, {})
-    /\ UNCHANGED <<srcLog, srcSnap, srcAcked, srcUp, rcvVars, clientVars>>
+    /\ UNCHANGED <<srcLog, srcSnap, srcAcked, srcUp, srcSynced, rcvVars, clientVars>>
 
 SrcReadIndex(m) ==
     /\ SrcReceives(m, "ReadIndexReq")
@@ -291,18 +303,19 @@ SrcCrash ==
     /\ srcSnap' = -1
     /\ srcAcked' = {}
     /\ srcShipped' = -1
-    /\ UNCHANGED <<srcLog, rcvVars, clientVars, msgs>>
+    /\ UNCHANGED <<srcLog, srcSynced, rcvVars, clientVars, msgs>>
 
 SrcRecover ==
     /\ ~srcUp
     /\ srcUp' = TRUE
-    /\ UNCHANGED <<srcLog, srcSnap, srcAcked, srcShipped, rcvVars, clientVars, msgs>>
+    /\ UNCHANGED <<srcLog, srcSnap, srcAcked, srcShipped, srcSynced, rcvVars, clientVars,
+                   msgs>>
 
 ---------------------------------------------------------------------------
 (***************************************************************************)
 (* The receiver.  Every change but rcvReads is synced in the step that     *)
-(* makes it, and a chunk is acknowledged only in the step that persists    *)
-(* it (or later, again).                                                   *)
+(* makes it (no step leaves rcvSynced FALSE), and a chunk is acknowledged  *)
+(* only in the step that persists it (or later, again).                    *)
 (***************************************************************************)
 
 RcvReceives(m, t) == rcvUp /\ InFlight(m) /\ m.type = t
@@ -314,7 +327,7 @@ RcvJoin ==
     /\ rcvState' = IF rcvState = "empty" THEN "receiving" ELSE rcvState
     /\ Send({JoinMsg(rcvSnap, rcvChunks, rcvPos)})
     /\ UNCHANGED <<srcVars, rcvSnap, rcvChunks, rcvKv, rcvPos, rcvReads, rcvUp,
-                   clientVars>>
+                   rcvSynced, clientVars>>
 
 (* A chunk of its snapshot that it lacks is persisted; a chunk it already  *)
 (* has is acknowledged again and never applied again, since by then the    *)
@@ -337,7 +350,7 @@ RcvChunk(m) ==
            /\ rcvPos' = IF whole THEN m.snap ELSE rcvPos
            /\ Reply(m, IF snap = m.snap /\ m.chunk \in chunks
                          THEN {ChunkAckMsg(m.snap, m.chunk)} ELSE {})
-    /\ UNCHANGED <<srcVars, rcvReads, rcvUp, clientVars>>
+    /\ UNCHANGED <<srcVars, rcvReads, rcvUp, rcvSynced, clientVars>>
 
 (* Records apply only in order, right after the receiver's position; the   *)
 (* first batch applied, even an empty one, makes it ready.                 *)
@@ -349,7 +362,7 @@ RcvRecords(m) ==
            /\ rcvPos' = pos
            /\ rcvState' = IF apply THEN "ready" ELSE rcvState
            /\ Reply(m, IF Whole THEN {RecordsAckMsg(pos)} ELSE {})
-    /\ UNCHANGED <<srcVars, rcvSnap, rcvChunks, rcvReads, rcvUp, clientVars>>
+    /\ UNCHANGED <<srcVars, rcvSnap, rcvChunks, rcvReads, rcvUp, rcvSynced, clientVars>>
 
 (* A ready receiver parks the read and asks for the read index; one that   *)
 (* is not ready turns it away.  A read is parked once: a resent Get of a   *)
@@ -366,7 +379,7 @@ RcvGet(m) ==
          ELSE /\ Reply(m, {RetryMsg(m.id)})
               /\ UNCHANGED rcvReads
     /\ UNCHANGED <<srcVars, rcvState, rcvSnap, rcvChunks, rcvKv, rcvPos, rcvUp,
-                   clientVars>>
+                   rcvSynced, clientVars>>
 
 RcvReadIndex(m) ==
     /\ RcvReceives(m, "ReadIndex")
@@ -374,7 +387,7 @@ RcvReadIndex(m) ==
                        r \in rcvReads}
     /\ Reply(m, {})
     /\ UNCHANGED <<srcVars, rcvState, rcvSnap, rcvChunks, rcvKv, rcvPos, rcvUp,
-                   clientVars>>
+                   rcvSynced, clientVars>>
 
 (* A parked read whose index the replay has reached.  rcvState = "ready"   *)
 (* and the key's chunk are ReadSafe's guard: both always hold of a parked  *)
@@ -389,21 +402,21 @@ RcvServe(r) ==
     /\ rcvReads' = rcvReads \ {r}
     /\ Send({GetOkMsg(r.id, rcvKv[r.key])})
     /\ UNCHANGED <<srcVars, rcvState, rcvSnap, rcvChunks, rcvKv, rcvPos, rcvUp,
-                   clientVars>>
+                   rcvSynced, clientVars>>
 
 (* A crash drops the parked reads; their clients retry.                    *)
 RcvCrash ==
     /\ rcvUp
     /\ rcvUp' = FALSE
     /\ rcvReads' = {}
-    /\ UNCHANGED <<srcVars, rcvState, rcvSnap, rcvChunks, rcvKv, rcvPos,
+    /\ UNCHANGED <<srcVars, rcvState, rcvSnap, rcvChunks, rcvKv, rcvPos, rcvSynced,
                    clientVars, msgs>>
 
 RcvRecover ==
     /\ ~rcvUp
     /\ rcvUp' = TRUE
     /\ UNCHANGED <<srcVars, rcvState, rcvSnap, rcvChunks, rcvKv, rcvPos, rcvReads,
-                   clientVars, msgs>>
+                   rcvSynced, clientVars, msgs>>
 
 ---------------------------------------------------------------------------
 (***************************************************************************)

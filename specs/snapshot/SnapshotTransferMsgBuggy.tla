@@ -18,7 +18,9 @@
 (*  "ack-before-persist": the receiver acknowledges a chunk before it is   *)
 (*    synced, so a crash loses a chunk the source counts as delivered      *)
 (*    (AckedIsDurable fails).  Modelled as a crash that also loses a chunk *)
-(*    of a receiver still receiving.                                       *)
+(*    of a receiver still receiving.  A trace of the code shows it sooner: *)
+(*    the step that acknowledges the unsynced chunk leaves rcvSynced FALSE *)
+(*    (what its synced log recovers to lacks the chunk).                   *)
 (*  "read-before-chunk": the receiver answers a read as soon as it has     *)
 (*    joined, from whatever data it holds (ReadFresh fails: a client reads *)
 (*    an older value than its own acknowledged write).                     *)
@@ -49,7 +51,7 @@ RcvChunkReapply(m) ==
     /\ rcvKv' = [k \in Keys |-> IF k \in ChunkKeys[m.chunk] THEN m.data[k] ELSE rcvKv[k]]
     /\ Reply(m, {ChunkAckMsg(m.snap, m.chunk)})
     /\ UNCHANGED <<srcVars, rcvState, rcvSnap, rcvChunks, rcvPos, rcvReads, rcvUp,
-                   clientVars>>
+                   rcvSynced, clientVars>>
 
 (* RcvChunk for the last chunk, with the position one too far.             *)
 RcvChunkWrongPos(m) ==
@@ -64,7 +66,7 @@ RcvChunkWrongPos(m) ==
     /\ rcvState' = "replaying"
     /\ rcvPos' = m.snap + 1
     /\ Reply(m, {ChunkAckMsg(m.snap, m.chunk)})
-    /\ UNCHANGED <<srcVars, rcvReads, rcvUp, clientVars>>
+    /\ UNCHANGED <<srcVars, rcvReads, rcvUp, rcvSynced, clientVars>>
 
 (* RcvCrash, losing a chunk that was acknowledged but never synced.        *)
 RcvCrashLosingChunk(ch) ==
@@ -76,7 +78,7 @@ RcvCrashLosingChunk(ch) ==
     /\ rcvChunks' = rcvChunks \ {ch}
     /\ rcvSnap' = IF rcvChunks' = {} THEN -1 ELSE rcvSnap
     /\ rcvKv' = [k \in Keys |-> IF k \in ChunkKeys[ch] THEN NoValue ELSE rcvKv[k]]
-    /\ UNCHANGED <<srcVars, rcvState, rcvPos, clientVars, msgs>>
+    /\ UNCHANGED <<srcVars, rcvState, rcvPos, rcvSynced, clientVars, msgs>>
 
 (* RcvGet, answering at once from whatever the receiver holds.             *)
 RcvGetEarly(m) ==

@@ -574,6 +574,7 @@ class SnapshotCores(RuleBasedStateMachine):
             "srcAcked": frozenset(),
             "srcShipped": NO_POSITION,
             "srcUp": True,
+            "srcSynced": True,
             "rcvState": "empty",
             "rcvSnap": NO_POSITION,
             "rcvChunks": frozenset(),
@@ -581,6 +582,7 @@ class SnapshotCores(RuleBasedStateMachine):
             "rcvPos": NO_POSITION,
             "rcvReads": frozenset(),
             "rcvUp": True,
+            "rcvSynced": True,
             "clientOp": idle,
             "msgs": {},
         }, v
