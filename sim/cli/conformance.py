@@ -29,6 +29,8 @@ from tracing.printable import printable
               help="Lost messages per explored schedule.")
 @click.option("--dups", type=bounded_int(min=0, max=8), default=1, show_default=True,
               help="Duplicated messages per explored schedule.")
+@click.option("--idle-crashes/--no-idle-crashes", default=True, show_default=True,
+              help="Let the explorer crash an idle node between its steps too.")
 @click.option("--show", "show_count", type=bounded_int(min=0), default=20, show_default=True,
               help="Print at most this many unexplained profiles per protocol.")
 @click.option("--explained", "list_explained", is_flag=True,
@@ -43,7 +45,7 @@ from tracing.printable import printable
 @guarded
 def conformance_command(
     protocols: tuple[str, ...], seeds: int, explore_time: float, crashes: int, losses: int,
-    dups: int, show_count: int, list_explained: bool, json_out: Path | None,
+    dups: int, idle_crashes: bool, show_count: int, list_explained: bool, json_out: Path | None,
     tlc_timeout: float, spec_dirs: tuple[Path, ...],
 ) -> None:
     """Find where each PROTOCOL's spec (default: all) allows more than its code does.
@@ -60,7 +62,8 @@ def conformance_command(
     from sim.conformance.check import conformance, has_model
     from sim.explore.system import FaultBounds
 
-    faults = FaultBounds(crashes=crashes, losses=losses, duplicates=dups)
+    faults = FaultBounds(crashes=crashes, losses=losses, duplicates=dups,
+                         idle_crashes=idle_crashes)
     results = []
     for name in protocols or sorted(PROTOCOLS):
         definition = get_protocol(name)

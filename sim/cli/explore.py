@@ -60,6 +60,9 @@ T = TypeVar("T")
               help="Messages the network may lose per schedule.")
 @click.option("--dups", type=bounded_int(min=0), default=0, show_default=True,
               help="Messages the network may duplicate per schedule.")
+@click.option("--idle-crashes", is_flag=True,
+              help="Also crash a started node while it is idle, between its own steps "
+                   "(before its first one, say), not only after a step of its own.")
 @click.option("--depth", "max_depth", type=bounded_int(min=1), default=None,
               help="Expand no state this many moves deep (default: no limit).")
 @click.option("--max-states", type=bounded_int(min=1), default=None,
@@ -92,6 +95,7 @@ def explore_command(
     crashes: int,
     losses: int,
     dups: int,
+    idle_crashes: bool,
     max_depth: int | None,
     max_states: int | None,
     time_limit: float | None,
@@ -109,11 +113,13 @@ def explore_command(
     check_bug(protocol, bug)
     options = definition.make_options(parse_assignments(protocol_overrides, "--set"))
     config = definition.configure(options, bug, split(seed).workload)
-    faults = FaultBounds(crashes=crashes, losses=losses, duplicates=dups)
+    faults = FaultBounds(crashes=crashes, losses=losses, duplicates=dups,
+                         idle_crashes=idle_crashes)
     bounds = SearchBounds(faults, max_depth, max_states, time_limit, order, reduce, symmetry)
     out.print(
         f"explore protocol={protocol} bug={bug} seed={seed} order={order} crashes={crashes} "
-        f"losses={losses} dups={dups} depth={max_depth} max_states={max_states} "
+        f"losses={losses} dups={dups} idle_crashes={idle_crashes} depth={max_depth} "
+        f"max_states={max_states} "
         f"time={time_limit} reduce={reduce} symmetry={symmetry}",
         markup=False,
     )

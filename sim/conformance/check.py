@@ -13,6 +13,7 @@ judged: the model bounds the messages in flight, the code does not.
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from protocols.definition import ProtocolDefinition
 from protocols.errors import ConfigError
 from sim.conformance.impl_side import ImplRuns, impl_profiles
 from sim.conformance.model import ConformanceModel, Explained, model_path, read_model
-from sim.conformance.profiles import Profile, Profiler
+from sim.conformance.profiles import NET_ROLE, Profile, Profiler, message_kind
 from sim.conformance.spec_side import SideProfiles, spec_profiles
 from sim.explore.system import FaultBounds
 from sim.kernel.rng import split
@@ -79,32 +80,78 @@ def label_groups(spec: SideProfiles, impl: SideProfiles) -> dict[str, tuple[str,
             for label in labels}
 
 
+def signature(profile: Profile) -> tuple[object, ...]:
+    """What a step does, without the states it does it in: the message kinds
+    it takes and adds, or the role and the variables it changes."""
+    if profile.role == NET_ROLE:
+        taken, added = profile.after
+        context = tuple(role for role, _ in profile.before)
+        return ("net", context, tuple(sorted(map(message_kind, taken))),
+                tuple(sorted(map(message_kind, added))))
+    changed = tuple(var for (var, old), (_, new) in zip(profile.before, profile.after,
+                                                         strict=False) if old != new)
+    return (profile.role, changed)
+
+
+def _infer_names(label: str, names: tuple[str, ...], spec: SideProfiles,
+                 impl: SideProfiles) -> dict[Profile, str]:
+    """For a label standing for several code actions, the one action each of
+    its profiles must be, when only one of them ever takes a step of that
+    signature in the code."""
+    if names == (label,):
+        return {}
+    if len(names) == 1:
+        return dict.fromkeys(spec.by_action[label], names[0])
+    takers: dict[tuple[object, ...], set[str]] = defaultdict(set)
+    for name in names:
+        for profile in impl.by_action.get(name, ()):
+            takers[signature(profile)].add(name)
+    inferred = {}
+    for profile in spec.by_action[label]:
+        candidates = takers.get(signature(profile), set())
+        if len(candidates) == 1:
+            inferred[profile] = next(iter(candidates))
+    return inferred
+
+
 def compare(spec: SideProfiles, impl: SideProfiles, explained: Sequence[Explained]
             ) -> tuple[list[ActionLooseness], int, tuple[Explained, ...]]:
-    actions = []
     used: set[Explained] = set()
     groups = label_groups(spec, impl)
     impl_keys_of = {
         label: {_key(p) for action in names for p in impl.by_action.get(action, ())}
         for label, names in groups.items()
     }
+    # One row per action: a label TLC gives several actions is split by the
+    # action each profile is inferred to be, what cannot be inferred stays.
+    rows: dict[str, tuple[list[Profile], list[Profile], tuple[str, ...]]] = {}
     for label in sorted(spec.by_action):
-        wanted = spec.by_action[label]
         names = groups[label]
-        shown = label if names == (label,) else f"{label} ({', '.join(names)})"
-        missing = [p for p in wanted if _key(p) not in impl_keys_of[label]]
+        inferred = _infer_names(label, names, spec, impl)
+        group_name = label if names == (label,) else f"{label} (one of {', '.join(names)})"
+        for profile in spec.by_action[label]:
+            name = inferred.get(profile)
+            row = group_name if name is None else (
+                name if name == label else f"{name} (TLC: {label})")
+            wanted, missing, matches = rows.setdefault(
+                row, ([], [], (label, *names) if name is None else (name,)))
+            wanted.append(profile)
+            if _key(profile) not in impl_keys_of[label]:
+                missing.append(profile)
+    actions = []
+    for row in sorted(rows):
+        wanted, missing, matches = rows[row]
         covered: list[tuple[Profile, Explained]] = []
         open_: list[Profile] = []
         for profile in sorted(missing, key=lambda p: p.render()):
             text = profile.render()
-            why = next((e for e in explained
-                        if any(e.covers(name, text) for name in (label, *names))), None)
+            why = next((e for e in explained if any(e.covers(n, text) for n in matches)), None)
             if why is None:
                 open_.append(profile)
             else:
                 covered.append((profile, why))
                 used.add(why)
-        actions.append(ActionLooseness(shown, len(wanted), len(wanted) - len(missing),
+        actions.append(ActionLooseness(row, len(wanted), len(wanted) - len(missing),
                                        tuple(covered), tuple(open_)))
     spec_keys = {(name, _key(p)) for label, names in groups.items() for name in names
                  for p in spec.by_action[label]}

@@ -22,6 +22,10 @@ the spec with the code at small constants:
   a variable whole, `[node]` is the entry of each node, `[*][node]` each
   node's entry inside every entry; the `network` variable is the bag of
   messages. A variable not named belongs to no node.
+- `messages` (optional) names, per message type (or `*` for every type),
+  the nodes a message concerns that its fields do not name: the fixed-id
+  sender or receiver. A step that only moves messages is profiled from
+  each node its messages concern.
 - `explained` lists spec behaviour the code never shows, each with why
   that is fine (a fault the simulator does not inject at these constants, a
   path the workload never takes): a profile whose action matches and whose
@@ -99,7 +103,7 @@ def read_model(path: Path) -> ConformanceModel:
     if not isinstance(root, dict):
         raise ConfigError(f"{where}: must hold a JSON object")
     unknown = sorted(set(root) - {"schema", "spec", "model", "options", "nodes", "explained",
-                                  "about"})
+                                  "messages", "about"})
     if unknown:
         raise ConfigError(f"{where}: unknown keys {unknown}")
     if root.get("schema") != SCHEMA:
@@ -131,6 +135,6 @@ def read_model(path: Path) -> ConformanceModel:
         constraints=tuple(constraints),
         model_constants=_object(model, "constants", f"{where}: model"),
         options=_object(root, "options", where),
-        ownership=Ownership.parse(nodes, f"{where}"),
+        ownership=Ownership.parse(nodes, where, _object(root, "messages", where)),
         explained=tuple(explained),
     )

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from protocols.errors import ConfigError
@@ -110,9 +110,13 @@ class Ownership:
     # variable -> a node id that owns it whole, or a path such as ("*", "node")
     owners: Mapping[str, str | tuple[str, ...]]
     network: str | None  # the variable holding the messages in flight (a bag)
+    # message type (or "*": every type) -> nodes a message of it concerns
+    # besides those its fields name: the fixed-id sender or receiver.
+    message_nodes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @staticmethod
-    def parse(declared: Mapping[str, Any], where: str) -> Ownership:
+    def parse(declared: Mapping[str, Any], where: str,
+              messages: Mapping[str, Any] | None = None) -> Ownership:
         owners: dict[str, str | tuple[str, ...]] = {}
         network = None
         for var, how in declared.items():
@@ -131,7 +135,14 @@ class Ownership:
                 owners[var] = path
             else:
                 owners[var] = how
-        return Ownership(owners, network)
+        message_nodes: dict[str, tuple[str, ...]] = {}
+        for kind, nodes in (messages or {}).items():
+            if not isinstance(nodes, list) or not all(isinstance(n, str) and n for n in nodes):
+                raise ConfigError(f"{where}: messages.{kind} must be a list of node ids")
+            message_nodes[kind] = tuple(nodes)
+        if message_nodes and network is None:
+            raise ConfigError(f"{where}: messages are declared but no variable is the network")
+        return Ownership(owners, network, message_nodes)
 
     def local(self, state: Mapping[str, Any], node: str) -> Norm:
         parts = []
@@ -215,6 +226,10 @@ class Profiler:
         ] or [{}]
         self._canonical: dict[Any, Profile] = {}
         self._ids = frozenset(nodes)
+        unknown = sorted({n for ns in ownership.message_nodes.values() for n in ns} - self._ids)
+        if unknown:
+            raise ConfigError(f"messages name {', '.join(unknown)}, not nodes of this run "
+                              f"({', '.join(nodes)})")
 
     def locals_of(self, state: Mapping[str, Any]) -> dict[str, Norm]:
         return {n: self.ownership.local(state, n) for n in self.nodes}
@@ -231,7 +246,7 @@ class Profiler:
             return
         taken, added = _bag_delta(before[self.ownership.network],
                                   after[self.ownership.network])
-        named = sorted({n for m in (*taken, *added) for n in _names_in(m, self._ids)})
+        named = sorted({n for m in (*taken, *added) for n in self._concerned(m)})
         # One profile per node the messages name, not one for all of them:
         # the product of several nodes' states would be mostly combinations
         # no single node's rule is about.
@@ -239,6 +254,13 @@ class Profiler:
             yield self._canonical_net(action, None, None, (taken, added))
         for n in named:
             yield self._canonical_net(action, n, old[n], (taken, added))
+
+    def _concerned(self, message: Norm) -> Iterator[str]:
+        """The nodes a message concerns: those it names, and those declared for its type."""
+        yield from _names_in(message, self._ids)
+        declared = self.ownership.message_nodes
+        yield from declared.get(message_kind(message), ())
+        yield from declared.get("*", ())
 
     def _canonical_profile(self, action: str, node: str, old: Norm, new: Norm) -> Profile:
         key = (action, node, old, new)
@@ -280,6 +302,15 @@ class Profiler:
             context = () if node is None else ((self.role[node], best[0]),)
             cached = self._canonical[key] = Profile(action, NET_ROLE, context, best[1:])
         return cached
+
+
+def message_kind(message: Norm) -> str:
+    """A message's type field, when it has one: what tells messages apart."""
+    if isinstance(message, tuple) and len(message) == 2 and message[0] == "fn":
+        for key, value in message[1]:
+            if key == "type" and isinstance(value, str):
+                return value
+    return "message"
 
 
 def _group_label(group: Sequence[str]) -> str:

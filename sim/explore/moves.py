@@ -4,8 +4,10 @@ A move is one event the runtime would otherwise leave to chance: a node
 starts, a message is delivered, a timer fires, a crashed node restarts, or
 the network loses or duplicates a message. `crash_after` makes the moving
 node crash after that many of the move's trace steps, so a crash can fall
-between any two atomic steps. A schedule is the list of moves from the
-initial state; `tlasim run --schedule` replays one.
+between any two atomic steps. A crash move crashes an idle node, between
+its steps (before its first one, say), where no move of its own can. A
+schedule is the list of moves from the initial state; `tlasim run
+--schedule` replays one.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ FIRE = "fire"
 RESTART = "restart"
 LOSE = "lose"
 DUPLICATE = "duplicate"
-KINDS = (START, DELIVER, FIRE, RESTART, LOSE, DUPLICATE)
+CRASH = "crash"
+KINDS = (START, DELIVER, FIRE, RESTART, LOSE, DUPLICATE, CRASH)
 # The moves that are no fault: a schedule of only these (and no crash) is
 # what the liveness check looks for.
 FAULT_FREE = frozenset({START, DELIVER, FIRE, RESTART})

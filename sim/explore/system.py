@@ -37,7 +37,7 @@ from protocols.base import Receive, Send, SetTimer, Start, Timeout
 from protocols.definition import ProtocolDefinition, StepInfo
 from protocols.errors import ConfigError
 from sim.explore.canonical import state_digest
-from sim.explore.moves import DELIVER, DUPLICATE, FIRE, LOSE, RESTART, START, Move
+from sim.explore.moves import CRASH, DELIVER, DUPLICATE, FIRE, LOSE, RESTART, START, Move
 from sim.explore.symmetry import Symmetry
 from sim.kernel.host import NodeHost
 from sim.kernel.simulation import message_records
@@ -53,6 +53,10 @@ class FaultBounds:
     crashes: int = 0
     losses: int = 0
     duplicates: int = 0
+    # Also crash a started, idle node between its steps (a crash move), not
+    # only after a step of its own: a node that has taken no step yet, or
+    # holds work in memory while it waits, is then crashed too.
+    idle_crashes: bool = False
 
 
 # protocol -> a payload as a schedule gives it -> the payload as a send makes it.
@@ -182,6 +186,10 @@ class ExploredSystem(StepMachine):
         if self.duplicates < self.bounds.duplicates:
             for (src, dst, payload) in sorted(self.in_flight):
                 yield Move(DUPLICATE, dst, src, payload)
+        if self.bounds.idle_crashes:
+            for node, host in self.hosts.items():
+                if host.up and node not in self.unstarted and self.may_crash(node):
+                    yield Move(CRASH, node)
 
     def may_crash(self, node: str) -> bool:
         return self.crashes < self.bounds.crashes and node in self.crash_nodes
@@ -229,6 +237,12 @@ class ExploredSystem(StepMachine):
             self.losses += 1
             action = self.net_action(self.protocol.net_lose_action)
             self.record(NET_NODE, action, self._params(envelope))
+        elif move.kind == CRASH:
+            # Enabled whenever a crash is left, flag or not, so that a
+            # schedule holding one replays under its recorded fault counts.
+            self._enabled(host.up and move.node not in self.unstarted, move, "is not running")
+            self._enabled(self.may_crash(move.node), move, "may not crash (none left)")
+            self.crash(host, None)
         elif move.kind == DUPLICATE:
             self._enabled(self.duplicates < self.bounds.duplicates, move, "is past the bound")
             envelope = self._envelope(move)

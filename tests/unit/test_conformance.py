@@ -155,7 +155,7 @@ def test_a_label_tlc_gives_a_whole_quantifier_stands_for_the_actions_it_never_na
     code = side(("NetLose", with_m, quiet))
     actions, beyond, _ = compare(spec, code, ())
     (only,) = actions
-    assert only.action == "Next (NetLose)" and only.unexplained == () and beyond == 0
+    assert only.action == "NetLose (TLC: Next)" and only.unexplained == () and beyond == 0
 
 
 def test_tlc_dot_labels_are_unescaped() -> None:
