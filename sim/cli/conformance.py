@@ -23,6 +23,9 @@ from tracing.printable import printable
               help="Seeded runs under swarm faults, at the model's options.")
 @click.option("--explore-time", type=finite_float(min=0), default=30.0, show_default=True,
               help="Seconds of exhaustive exploration (0: none).")
+@click.option("--explore-workloads", type=bounded_int(min=1, max=1000), default=4,
+              show_default=True,
+              help="Explore the workloads of this many seeds, sharing --explore-time.")
 @click.option("--crashes", type=bounded_int(min=0, max=8), default=1, show_default=True,
               help="Crashes per explored schedule.")
 @click.option("--losses", type=bounded_int(min=0, max=8), default=1, show_default=True,
@@ -44,7 +47,8 @@ from tracing.printable import printable
               help="Look for specs here (default: the specs shipped with tlasim).")
 @guarded
 def conformance_command(
-    protocols: tuple[str, ...], seeds: int, explore_time: float, crashes: int, losses: int,
+    protocols: tuple[str, ...], seeds: int, explore_time: float, explore_workloads: int,
+    crashes: int, losses: int,
     dups: int, idle_crashes: bool, show_count: int, list_explained: bool, json_out: Path | None,
     tlc_timeout: float, spec_dirs: tuple[Path, ...],
 ) -> None:
@@ -75,6 +79,7 @@ def conformance_command(
         err.print(f"{name}: exploring {definition.spec_module} with TLC ...", markup=False)
         result = conformance(
             definition, seeds=seeds, explore_seconds=explore_time, explore_faults=faults,
+            explore_workloads=explore_workloads,
             spec_dirs=list(spec_dirs) or None, tlc_timeout_s=tlc_timeout,
             progress=_progress_of(name),
         )
@@ -97,8 +102,8 @@ def _progress_of(name: str) -> Callable[[str], None]:
 
 def _print(result: Any, show_count: int, list_explained: bool) -> None:
     runs = result.runs
-    explored = (f"explore {runs.explored_states} states"
-                f"{'' if runs.explore_exhausted else ' (cut by its time limit)'}, ")
+    explored = (f"explore {runs.explored_states} states of {runs.explored_workloads} "
+                f"workloads{' (exhausted)' if runs.explore_exhausted else ''}, ")
     out.print(
         f"{result.protocol} ({result.model.spec}): TLC reached {result.spec.states} states, "
         f"{len(result.spec.profiles())} profiles in {result.spec_seconds:.0f} s; the code "

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from protocols.definition import ProtocolDefinition
 from protocols.errors import ConfigError
@@ -161,6 +162,22 @@ def compare(spec: SideProfiles, impl: SideProfiles, explained: Sequence[Explaine
     return actions, beyond, unused
 
 
+def _symmetry(protocol: ProtocolDefinition, config: object, constants: Mapping[str, Any],
+              model: ConformanceModel) -> list[tuple[str, ...]]:
+    """The groups of interchangeable names: the protocol's nodes, and the
+    constants the model names whose elements the spec treats alike."""
+    groups = [tuple(group) for group in protocol.symmetric_nodes(config)]
+    for name in model.symmetric:
+        value = constants.get(name)
+        if not isinstance(value, (frozenset, set)) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{model.path}: symmetric names {name}, which is not a constant "
+                              "set of names of this protocol")
+        group = tuple(sorted(value))
+        if group not in groups:
+            groups.append(group)
+    return groups
+
+
 def has_model(protocol: ProtocolDefinition, spec_dirs: Sequence[Path] | None = None) -> bool:
     module_path, _template = find_spec(protocol.spec_module, spec_dirs)
     return model_path(module_path, protocol.spec_module).is_file()
@@ -172,6 +189,7 @@ def conformance(
     seeds: int,
     explore_seconds: float,
     explore_faults: FaultBounds,
+    explore_workloads: int = 1,
     spec_dirs: Sequence[Path] | None = None,
     tlc_timeout_s: float | None = None,
     progress: Callable[[str], None] | None = None,
@@ -189,7 +207,7 @@ def conformance(
     config = protocol.configure(options, None, split(0).workload)
     constants = protocol.spec_constants(config)
     profiler = Profiler(model.ownership, protocol.node_ids(config),
-                        protocol.symmetric_nodes(config))
+                        _symmetry(protocol, config, constants, model))
     started = time.monotonic()
     spec = spec_profiles(model, module_path.parent, constants, profiler, timeout_s=tlc_timeout_s)
     spec_seconds = time.monotonic() - started
@@ -199,7 +217,7 @@ def conformance(
     started = time.monotonic()
     impl, runs = impl_profiles(protocol, options, constants, profiler, seeds=range(seeds),
                                explore_seconds=explore_seconds, explore_faults=explore_faults,
-                               progress=progress)
+                               explore_workloads=explore_workloads, progress=progress)
     impl_seconds = time.monotonic() - started
     actions, beyond, unused = compare(spec, impl, model.explained)
     unowned = tuple(v for v in protocol.variable_types

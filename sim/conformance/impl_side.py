@@ -31,7 +31,8 @@ from tracing.emit.emitter import TraceEmitter
 @dataclass(slots=True)
 class ImplRuns:
     explored_states: int = 0
-    explore_exhausted: bool = False
+    explored_workloads: int = 0
+    explore_exhausted: bool = False  # every explored workload's bound was exhausted
     seeds_run: int = 0
     seeds_skipped: int = 0  # another workload's constants
     seeds_failed: int = 0  # a correct protocol that failed: worth a look of its own
@@ -78,24 +79,34 @@ def impl_profiles(
     seeds: range,
     explore_seconds: float,
     explore_faults: FaultBounds,
+    explore_workloads: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[SideProfiles, ImplRuns]:
     side = SideProfiles()
     runs = ImplRuns()
-    if explore_seconds > 0:
-        config = protocol.configure(options, None, split(seeds.start).workload)
+    # Each workload seed's configuration is explored in turn, sharing the
+    # time: a workload fixes what each node is asked to do (a vote, an
+    # operation's kind), which no schedule of another workload can change.
+    workloads = range(seeds.start, seeds.start + explore_workloads) if explore_seconds > 0 else []
+    exhausted = []
+    for seed in workloads:
+        config = protocol.configure(options, None, split(seed).workload)
+        if dict(protocol.spec_constants(config)) != dict(constants):
+            continue
 
         def on_step(before: Mapping[str, Any], step: StepInfo, after: Mapping[str, Any],
                     _path: Any) -> None:
             take_step(profiler, side, before, step.action, after)
 
-        bounds = SearchBounds(explore_faults, time_limit=explore_seconds)
+        bounds = SearchBounds(explore_faults, time_limit=explore_seconds / len(workloads))
         found = explore(protocol, config, bounds, on_step=on_step)
-        runs.explored_states = found.states
-        runs.explore_exhausted = found.exhausted
+        runs.explored_states += found.states
+        runs.explored_workloads += 1
+        exhausted.append(found.exhausted)
         if progress is not None:
-            progress(f"explore: {found.states} states in {found.seconds:.0f} s"
-                     f"{'' if found.exhausted else ' (cut by the time limit)'}")
+            progress(f"explore, workload of seed {seed}: {found.states} states in "
+                     f"{found.seconds:.0f} s{'' if found.exhausted else ' (cut by its time)'}")
+    runs.explore_exhausted = bool(exhausted) and all(exhausted)
     for seed in seeds:
         emitter = _ProfilingEmitter(profiler, side)
         sim = Simulation(protocol, seed, protocol_options=options, options=SimOptions(),

@@ -26,6 +26,10 @@ the spec with the code at small constants:
   the nodes a message concerns that its fields do not name: the fixed-id
   sender or receiver. A step that only moves messages is profiled from
   each node its messages concern.
+- `symmetric` (optional) names constants whose elements the spec treats
+  alike (a SYMMETRY set, such as memory addresses): profiles that differ
+  only in which element is which are one profile, as for the protocol's
+  interchangeable nodes.
 - `explained` lists spec behaviour the code never shows, each with why
   that is fine (a fault the simulator does not inject at these constants, a
   path the workload never takes): a profile whose action matches and whose
@@ -68,6 +72,7 @@ class ConformanceModel:
     options: Mapping[str, Any]
     ownership: Ownership
     explained: tuple[Explained, ...]
+    symmetric: tuple[str, ...] = ()
 
 
 def model_path(spec_module: Path, spec: str) -> Path:
@@ -103,7 +108,7 @@ def read_model(path: Path) -> ConformanceModel:
     if not isinstance(root, dict):
         raise ConfigError(f"{where}: must hold a JSON object")
     unknown = sorted(set(root) - {"schema", "spec", "model", "options", "nodes", "explained",
-                                  "messages", "about"})
+                                  "messages", "symmetric", "about"})
     if unknown:
         raise ConfigError(f"{where}: unknown keys {unknown}")
     if root.get("schema") != SCHEMA:
@@ -115,6 +120,9 @@ def read_model(path: Path) -> ConformanceModel:
     nodes = _object(root, "nodes", where)
     if not nodes:
         raise ConfigError(f"{where}: nodes must name which node owns which variable")
+    symmetric = root.get("symmetric", [])
+    if not isinstance(symmetric, list) or not all(isinstance(n, str) for n in symmetric):
+        raise ConfigError(f"{where}: symmetric must be a list of constant names")
     explained_raw = root.get("explained", [])
     if not isinstance(explained_raw, list):
         raise ConfigError(f"{where}: explained must be a list")
@@ -137,4 +145,5 @@ def read_model(path: Path) -> ConformanceModel:
         options=_object(root, "options", where),
         ownership=Ownership.parse(nodes, where, _object(root, "messages", where)),
         explained=tuple(explained),
+        symmetric=tuple(symmetric),
     )

@@ -212,10 +212,13 @@ class Profiler:
         self.nodes = tuple(nodes)
         self.role: dict[str, str] = {n: n for n in nodes}
         for group in symmetric:
+            if not set(group) <= set(nodes):
+                continue  # interchangeable values (addresses, say), not nodes
             label = _group_label(group)
             for n in group:
                 self.role[n] = label
-        # Every renaming of the interchangeable nodes; canonical = least text.
+        # Every renaming of the interchangeable nodes and values; canonical =
+        # least text.
         per_group = [
             [dict(zip(group, perm, strict=True)) for perm in itertools.permutations(group)]
             for group in symmetric if len(group) > 1
