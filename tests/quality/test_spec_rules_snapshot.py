@@ -65,7 +65,9 @@ class ReceiverKeepsReplayInMemory(Receiver):
 
     def handle(self, now: int, event: Input) -> list[Effect]:
         effects = super().handle(now, event)
-        return [e for e in effects if not (isinstance(e, Persist) and e.record["kind"] == "records")]
+        return [
+            e for e in effects if not (isinstance(e, Persist) and e.record["kind"] == "records")
+        ]
 
 
 class WithCore(SnapshotTransfer):
