@@ -32,6 +32,9 @@
 (*    transaction's begin tick is lost in a crash" is enforced for the     *)
 (*    transactions the TM has begun (which implies the begin tick passed), *)
 (*    and left to the RM for any other transaction;                        *)
+(*  - each action is one atomic step of the code; a handler of several    *)
+(*    steps is atomic here only where a rule depends on it: the TM commits *)
+(*    right after counting the last Yes vote, or crashes (TMCommitPending);*)
 (*  - no fairness here; MCTwoPhaseCommitMsgLive adds it to check liveness. *)
 (***************************************************************************)
 EXTENDS Naturals, Bags
@@ -111,9 +114,22 @@ Init ==
 (* The transaction manager.                                                *)
 (***************************************************************************)
 
+(* The TM handles the vote that completes tmPrepared[t] by committing in  *)
+(* the same handler: TMRcvPrepared, then TMCommit.  Nothing runs between   *)
+(* two steps of one handler but that node's own crash, since the system    *)
+(* runs one handler at a time.  So while TMCommitPending holds, every      *)
+(* action but TMCommit and TMCrash is disabled: a TM that holds every Yes  *)
+(* vote and does anything but commit (aborts, resends Prepare, waits for   *)
+(* more messages) is rejected at that step.                                *)
+TMCommitPending ==
+    /\ tmUp
+    /\ \E t \in Tx : tmState[t] = "preparing" /\ tmPrepared[t] = RM
+
+
 (* The begin record is synced before any Prepare leaves, so that a TM      *)
 (* that crashes later knows to presume t aborted.                          *)
 TMBegin(t) ==
+    /\ ~TMCommitPending
     /\ tmUp
     /\ tmState[t] = "init"
     /\ tmState' = [tmState EXCEPT ![t] = "preparing"]
@@ -121,6 +137,7 @@ TMBegin(t) ==
     /\ UNCHANGED <<tmPrepared, tmUp, rmVars, msgs>>
 
 TMSendPrepare(t, r) ==
+    /\ ~TMCommitPending
     /\ tmUp
     /\ tmState[t] = "preparing"
     /\ Send(M("Prepare", t, r))
@@ -130,6 +147,7 @@ TMSendPrepare(t, r) ==
 (* or duplicated one is consumed and ignored.  tmPrepared is a set, so a   *)
 (* vote counts once however often it arrives.                              *)
 TMRcvPrepared(t, r) ==
+    /\ ~TMCommitPending
     /\ tmUp
     /\ InFlight(M("Prepared", t, r))
     /\ Discard(M("Prepared", t, r))
@@ -141,6 +159,7 @@ TMRcvPrepared(t, r) ==
 (* A No vote is only consumed: the decision to abort is TMAbort, a step of *)
 (* its own, which the TM may take at any time before it commits.           *)
 TMRcvAborted(t, r) ==
+    /\ ~TMCommitPending
     /\ tmUp
     /\ InFlight(M("Aborted", t, r))
     /\ Discard(M("Aborted", t, r))
@@ -157,18 +176,21 @@ TMCommit(t) ==
 
 (* Not logged: a TM that crashes now presumes the abort on recovery.       *)
 TMAbort(t) ==
+    /\ ~TMCommitPending
     /\ tmUp
     /\ tmState[t] = "preparing"
     /\ tmState' = [tmState EXCEPT ![t] = "aborted"]
     /\ UNCHANGED <<tmPrepared, tmLog, tmUp, rmVars, msgs>>
 
 TMSendCommit(t, r) ==
+    /\ ~TMCommitPending
     /\ tmUp
     /\ tmState[t] = "committed"
     /\ Send(M("Commit", t, r))
     /\ UNCHANGED <<tmVars, rmVars>>
 
 TMSendAbort(t, r) ==
+    /\ ~TMCommitPending
     /\ tmUp
     /\ tmState[t] = "aborted"
     /\ Send(M("Abort", t, r))
@@ -184,6 +206,7 @@ TMCrash ==
     /\ UNCHANGED <<tmLog, rmVars, msgs>>
 
 TMRecover ==
+    /\ ~TMCommitPending
     /\ ~tmUp
     /\ tmUp' = TRUE
     /\ UNCHANGED <<tmState, tmPrepared, tmLog, rmVars, msgs>>
@@ -203,6 +226,7 @@ RMBecome(t, r, s) ==
 (* consumes the message (RMSendPrepared / RMSendAborted repeat the vote).  *)
 (* An RM that lost t's work in a crash has nothing to vote Yes on: No only.*)
 RMRcvPrepare(t, r) ==
+    /\ ~TMCommitPending
     /\ rmUp[r]
     /\ InFlight(M("Prepare", t, r))
     /\ Discard(M("Prepare", t, r))
@@ -214,12 +238,14 @@ RMRcvPrepare(t, r) ==
 
 (* A prepared RM repeats its Yes vote, which also asks for the decision.   *)
 RMSendPrepared(t, r) ==
+    /\ ~TMCommitPending
     /\ rmUp[r]
     /\ rmState[t][r] = "prepared"
     /\ Send(M("Prepared", t, r))
     /\ UNCHANGED <<tmVars, rmVars>>
 
 RMSendAborted(t, r) ==
+    /\ ~TMCommitPending
     /\ rmUp[r]
     /\ rmState[t][r] = "aborted"
     /\ Send(M("Aborted", t, r))
@@ -227,6 +253,7 @@ RMSendAborted(t, r) ==
 
 (* An RM may abort on its own only before it has voted yes.                *)
 RMChooseToAbort(t, r) ==
+    /\ ~TMCommitPending
     /\ rmUp[r]
     /\ rmState[t][r] = "working"
     /\ RMBecome(t, r, "aborted")
@@ -234,6 +261,7 @@ RMChooseToAbort(t, r) ==
 
 (* A duplicate Commit reaching a committed RM is consumed and ignored.     *)
 RMRcvCommit(t, r) ==
+    /\ ~TMCommitPending
     /\ rmUp[r]
     /\ InFlight(M("Commit", t, r))
     /\ rmState[t][r] \in {"prepared", "committed"}
@@ -245,6 +273,7 @@ RMRcvCommit(t, r) ==
 
 (* A duplicate Abort reaching an aborted RM is consumed and ignored.       *)
 RMRcvAbort(t, r) ==
+    /\ ~TMCommitPending
     /\ rmUp[r]
     /\ InFlight(M("Abort", t, r))
     /\ rmState[t][r] # "committed"
@@ -258,6 +287,7 @@ RMRcvAbort(t, r) ==
 (* loses is the uncommitted work the RM held in memory, and the knowledge  *)
 (* of which work that was, which recovery works out again.                 *)
 RMCrash(r) ==
+    /\ ~TMCommitPending
     /\ rmUp[r]
     /\ rmUp' = [rmUp EXCEPT ![r] = FALSE]
     /\ rmLostWork' = [rmLostWork EXCEPT ![r] = {}]
@@ -276,6 +306,7 @@ SurelyLostWork(r) ==
 (* filter, so that checking a logged value costs nothing; a partial trace  *)
 (* that leaves rmLostWork out makes TLC enumerate [RM -> SUBSET Tx].       *)
 RMRecover(r) ==
+    /\ ~TMCommitPending
     /\ ~rmUp[r]
     /\ rmUp' = [rmUp EXCEPT ![r] = TRUE]
     /\ rmLostWork' \in [RM -> SUBSET Tx]
@@ -291,11 +322,13 @@ RMRecover(r) ==
 (***************************************************************************)
 
 NetLose(m) ==
+    /\ ~TMCommitPending
     /\ InFlight(m)
     /\ Discard(m)
     /\ UNCHANGED <<tmVars, rmVars>>
 
 NetDuplicate(m) ==
+    /\ ~TMCommitPending
     /\ InFlight(m)
     /\ Send(m)
     /\ UNCHANGED <<tmVars, rmVars>>

@@ -1,7 +1,7 @@
 """Rules the two-phase commit code states are rules TLC enforces.
 
 docs/twopc-model.md lists each rule the cores state or rely on, and where
-TwoPhaseCommitMsg enforces it. For each rule this change tightened, a core
+TwoPhaseCommitMsg enforces it. For each rule issue 30 tightened, a core
 that breaks exactly that rule runs under swarm faults until a seed makes the
 break matter; TLC must reject that trace at the very line where the rule
 was first broken (found here from the trace, not written down), and the
@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from protocols.base import Core
+from protocols.steps import StepList
 from protocols.twopc.config import TwoPCConfig
 from protocols.twopc.definition import TwoPhaseCommit
 from protocols.twopc.rm import ResourceManager
-from protocols.twopc.tm import TM_ID
+from protocols.twopc.tm import TM_ID, TransactionManager
 from sim.run.runner import run_seed
 from tracing.codec import Trace, TraceStep, read_trace
 from tracing.validation.validator import validate_trace
@@ -44,16 +45,45 @@ class ForgetsLostWork(ResourceManager):
         return frozenset()
 
 
-class WithRM(TwoPhaseCommit):
-    """Two-phase commit whose RMs are `rm_class`; the TM is the correct one."""
+class CommitsAtRoundTimer(TransactionManager):
+    """Counts the last Yes vote but commits only when its round timer fires."""
 
-    def __init__(self, rm_class: type[ResourceManager]) -> None:
+    def _all_voted(self, tx: str) -> bool:
+        return False
+
+    def _vote_timeout(self, out: StepList, tx: str) -> None:
+        if set(self.votes[tx]) == set(self.config.rms):
+            self._commit(out, tx)
+        else:
+            super()._vote_timeout(out, tx)
+
+
+class AbortsHoldingEveryVote(CommitsAtRoundTimer):
+    """Commits at its round timer, and checks its rounds before its votes there,
+    so it aborts a transaction every RM voted Yes on once its rounds run out."""
+
+    def _vote_timeout(self, out: StepList, tx: str) -> None:
+        if self.prepare_rounds[tx] >= self.config.options.prepare_attempts_max:
+            self._abort(out, tx)
+        else:
+            super()._vote_timeout(out, tx)
+
+
+class WithCores(TwoPhaseCommit):
+    """Two-phase commit whose TM is `tm_class` and whose RMs are `rm_class`."""
+
+    def __init__(
+        self,
+        tm_class: type[TransactionManager] = TransactionManager,
+        rm_class: type[ResourceManager] = ResourceManager,
+    ) -> None:
         super().__init__()
+        self.tm_class = tm_class
         self.rm_class = rm_class
 
     def make_core(self, config: TwoPCConfig, node_id: str) -> Core:
         if node_id == TM_ID:
-            return super().make_core(config, node_id)
+            return self.tm_class(config)
         return self.rm_class(node_id, config)
 
 
@@ -77,7 +107,7 @@ def first_yes_on_lost_work(trace: Trace) -> int | None:
     breaks = []
     for i, step, lost in _recoveries(trace):
         rm = step.params["rm"]
-        for later in trace.steps[i + 1:]:
+        for later in trace.steps[i + 1 :]:
             if later.action == "RMCrash" and later.params["rm"] == rm:
                 break
             if any(later.vars["rmState"][tx][rm] == "prepared" for tx in lost):
@@ -94,9 +124,45 @@ def first_recovery_hiding_lost_work(trace: Trace) -> int | None:
     return None
 
 
+def first_step_between_last_vote_and_commit(trace: Trace) -> int | None:
+    """The first line after the TM counted every RM's Yes vote on a transaction
+    it is still preparing that is neither that commit nor the TM's crash: the
+    vote's handler commits at once, and only the TM's crash can cut it short."""
+    for before, step in zip(trace.steps, trace.steps[1:], strict=False):
+        tm_state, votes = before.vars["tmState"], before.vars["tmPrepared"]
+        holds_every_vote = any(
+            state == "preparing" and set(votes[tx]) == set(before.vars["rmState"][tx])
+            for tx, state in tm_state.items()
+        )
+        if holds_every_vote and before.vars["tmUp"] and step.action not in ("TMCommit", "TMCrash"):
+            return step.line
+    return None
+
+
 def _trace(protocol: TwoPhaseCommit, seed: int, path: Path) -> Trace:
     run_seed(protocol, seed, trace_path=path)
     return read_trace(path)
+
+
+def _assert_rejected_where_the_rule_breaks(
+    broken: TwoPhaseCommit, first_break: FirstBreak, tmp_path: Path
+) -> None:
+    """Run `broken` until a seed breaks its rule; TLC must reject that trace at
+    the first breaking line, and accept the correct protocol on the same seed."""
+    for seed in SEEDS:
+        trace = _trace(broken, seed, tmp_path / f"broken-{seed}.ndjson")
+        line = first_break(trace)
+        if line is not None:
+            break
+    else:
+        pytest.fail(f"no seed in {SEEDS} makes the broken core break its rule")
+    verdict = validate_trace(trace.path)
+    assert not verdict.accepted, f"seed {seed}: TLC accepted a trace that breaks the rule"
+    assert verdict.divergence is not None
+    assert verdict.divergence.line == line
+    correct = _trace(TwoPhaseCommit(), seed, tmp_path / f"correct-{seed}.ndjson")
+    assert first_break(correct) is None
+    assert validate_trace(correct.path).accepted
 
 
 @pytest.mark.parametrize(
@@ -107,18 +173,15 @@ def _trace(protocol: TwoPhaseCommit, seed: int, path: Path) -> Trace:
 def test_twopc_rm_that_keeps_work_lost_in_a_crash_is_rejected_where_it_breaks_the_rule(
     rm_class: type[ResourceManager], first_break: FirstBreak, tmp_path: Path
 ) -> None:
-    broken = WithRM(rm_class)
-    for seed in SEEDS:
-        trace = _trace(broken, seed, tmp_path / f"broken-{seed}.ndjson")
-        line = first_break(trace)
-        if line is not None:
-            break
-    else:
-        pytest.fail(f"no seed in {SEEDS} makes {rm_class.__name__} break its rule")
-    verdict = validate_trace(trace.path)
-    assert not verdict.accepted, f"seed {seed}: TLC accepted a trace that breaks the rule"
-    assert verdict.divergence is not None
-    assert verdict.divergence.line == line
-    correct = _trace(TwoPhaseCommit(), seed, tmp_path / f"correct-{seed}.ndjson")
-    assert first_break(correct) is None
-    assert validate_trace(correct.path).accepted
+    _assert_rejected_where_the_rule_breaks(WithCores(rm_class=rm_class), first_break, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "tm_class", [CommitsAtRoundTimer, AbortsHoldingEveryVote], ids=["commits-late", "aborts-yes"]
+)
+def test_twopc_tm_holding_every_yes_vote_that_does_not_commit_at_once_is_rejected_there(
+    tm_class: type[TransactionManager], tmp_path: Path
+) -> None:
+    _assert_rejected_where_the_rule_breaks(
+        WithCores(tm_class=tm_class), first_step_between_last_vote_and_commit, tmp_path
+    )
