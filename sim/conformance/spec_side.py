@@ -112,6 +112,12 @@ def _read_dot(dot: Path, profiler: Profiler) -> SideProfiles:
     states: dict[str, dict[str, Any]] = {}
     locals_of: dict[str, dict[str, Norm]] = {}
     edges: list[tuple[str, str, str]] = []
+    # States share most of their variables' values, so each `/\ x = v`
+    # conjunct is parsed once, and a node's local state is computed once for
+    # each text of the variables it owns.
+    conjuncts: dict[str, tuple[str, Any]] = {}
+    owned = tuple(profiler.ownership.owners)
+    local_cache: dict[tuple[str, tuple[str, ...]], Norm] = {}
     with dot.open(encoding="utf-8") as lines:
         for line in lines:
             line = line.rstrip("\n")
@@ -120,11 +126,27 @@ def _read_dot(dot: Path, profiler: Profiler) -> SideProfiles:
                 edges.append((edge.group(1), edge.group(2), edge.group(3)))
                 continue
             state = _STATE.match(line)
-            if state is not None and state.group(1) not in states:
-                values = parse_state(_unescape(state.group(2)))
-                states[state.group(1)] = values
-                locals_of[state.group(1)] = local = profiler.locals_of(values)
-                side.add_state(profiler, local)
+            if state is None or state.group(1) in states:
+                continue
+            texts: dict[str, str] = {}
+            values: dict[str, Any] = {}
+            for part in _unescape(state.group(2)).split("\n/\\ "):
+                parsed = conjuncts.get(part)
+                if parsed is None:
+                    (name, value), = parse_state(part).items()
+                    parsed = conjuncts[part] = (name, value)
+                texts[parsed[0]] = part
+                values[parsed[0]] = parsed[1]
+            states[state.group(1)] = values
+            local = {}
+            for node in profiler.nodes:
+                key = (node, tuple(texts.get(var, "") for var in owned))
+                cached = local_cache.get(key)
+                if cached is None:
+                    cached = local_cache[key] = profiler.ownership.local(values, node)
+                local[node] = cached
+            locals_of[state.group(1)] = local
+            side.add_state(profiler, local)
     if not states:
         raise TLCError(f"TLC's state graph {dot.name} holds no state")
     side.states = len(states)

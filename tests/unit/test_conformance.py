@@ -12,7 +12,7 @@ from protocols.errors import ConfigError
 from sim.conformance.check import compare
 from sim.conformance.model import Explained, read_model
 from sim.conformance.profiles import NET_ROLE, Ownership, Profiler, normalise
-from sim.conformance.spec_side import SideProfiles, _unescape
+from sim.conformance.spec_side import SideProfiles, _read_dot, _unescape
 from tracing.tla.parse import ModelValue, parse_state
 from tracing.values import Record
 
@@ -160,3 +160,23 @@ def test_a_label_tlc_gives_a_whole_quantifier_stands_for_the_actions_it_never_na
 
 def test_tlc_dot_labels_are_unescaped() -> None:
     assert _unescape(r'/\\ x = \"a\\\"b\"\n/\\ y = 1') == '/\\ x = "a\\"b"\n/\\ y = 1'
+
+
+def test_a_tlc_state_graph_is_read_into_states_and_labelled_steps(tmp_path: Path) -> None:
+    owners = Ownership.parse({"x": "[node]"}, "test")
+    profiler = Profiler(owners, ("a", "b"), (("a", "b"),))
+    dot = tmp_path / "states.dot"
+    dot.write_text(
+        "strict digraph DiskGraph {\n"
+        '1 [label="/\\\\ x = (a :> 0 @@ b :> 0)\\n/\\\\ y = \\"q\\\\\\"\\"",style = filled]\n'
+        '1 -> 2 [label="Inc",color="black",fontcolor="black"];\n'
+        '2 [label="/\\\\ x = (a :> 1 @@ b :> 0)\\n/\\\\ y = \\"q\\\\\\"\\""];\n'
+        '1 -> 3 [label="Inc",color="black",fontcolor="black"];\n'
+        '3 [label="/\\\\ x = (a :> 0 @@ b :> 1)\\n/\\\\ y = \\"q\\\\\\"\\""];\n'
+        "}\n"
+    )
+    side = _read_dot(dot, profiler)
+    assert side.states == 3 and side.steps == 2
+    (profile,) = side.by_action["Inc"]  # a's step and b's are one profile
+    assert profile.role == "node*"
+    assert profile.before == (("x", 0),) and profile.after == (("x", 1),)
