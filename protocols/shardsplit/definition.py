@@ -8,7 +8,7 @@ from typing import Any
 
 from protocols.base import Core
 from protocols.defaults import ProtocolBase
-from protocols.derived import Derived, per_node
+from protocols.derived import Derived, DerivedEach, per_node
 from protocols.shardsplit import bugs
 from protocols.shardsplit.client import Client
 from protocols.shardsplit.config import (
@@ -25,6 +25,12 @@ from protocols.shardsplit.shard import Shard
 _VALUE = '[c: Clients \\cup {"-"}, n: Nat]'
 _SHARD_STATES = '{"absent", "splitting", "active", "frozen", "retired"}'
 _PHASES = '{"idle", "freezing", "retiring", "activating", "done"}'
+# The spec variables each core's `restore` rebuilds from its synced log (the
+# "durable" column of docs/shardsplit-model.md); the rest of a view (the
+# coordinator's collected answers, a shard's pending writes) is volatile. The
+# mapping holds these to the synced log at every step (coordSynced, shardSynced).
+_COORD_DURABLE = ("routing", "splitPhase")
+_SHARD_DURABLE = ("shardState", "kv", "applied")
 
 
 class ShardSplit(ProtocolBase):
@@ -38,11 +44,13 @@ class ShardSplit(ProtocolBase):
         "splitPhase": f"[Parents -> {_PHASES}]",
         "coordAcks": "[Parents -> SUBSET Shards]",
         "coordUp": "BOOLEAN",
+        "coordSynced": "BOOLEAN",
         "shardState": f"[Shards -> {_SHARD_STATES}]",
         "kv": f"[Shards -> [Keys -> {_VALUE}]]",
         "applied": f"[Shards -> SUBSET {_VALUE}]",
         "pending": f"[Shards -> SUBSET [key: Keys, val: {_VALUE}]]",
         "shardUp": "[Shards -> BOOLEAN]",
+        "shardSynced": "[Shards -> BOOLEAN]",
         "clientRoute": "[Clients -> [Keys -> Shards]]",
         "clientOp": (
             f'[Clients -> [kind: {{"idle", "get", "put"}}, key: Keys \\cup {{"-"}}, id: {_VALUE}]]'
@@ -78,6 +86,11 @@ class ShardSplit(ProtocolBase):
             for name in ("shardState", "kv", "applied", "pending", "clientRoute", "clientOp")
         }
         self._shard_up: Derived[dict[str, Any]] = Derived(per_node)
+        self._shard_synced: Derived[dict[str, Any]] = Derived(per_node)
+        # What each node would recover to from its synced log, rebuilt by its
+        # own `restore` (as the kernel does at a crash) only when the log changes.
+        self._recovered: DerivedEach[Mapping[str, Any]] = DerivedEach(self._recover)
+        self._synced: DerivedEach[bool] = DerivedEach(_durable_vars_agree)
 
     def configure(
         self, options: ShardSplitOptions, bug: str | None, workload_rng: random.Random
@@ -132,11 +145,19 @@ class ShardSplit(ProtocolBase):
             "splitPhase": coord["splitPhase"],
             "coordAcks": coord["coordAcks"],
             "coordUp": up[COORD_ID],
+            "coordSynced": self._node_synced(config, COORD_ID, _COORD_DURABLE, coord, logs),
             "shardState": each(shards, shard_views, "shardState"),
             "kv": each(shards, shard_views, "kv"),
             "applied": each(shards, shard_views, "applied"),
             "pending": each(shards, shard_views, "pending"),
             "shardUp": self._shard_up(shards, *map(up.__getitem__, shards)),
+            "shardSynced": self._shard_synced(
+                shards,
+                *[
+                    self._node_synced(config, s, _SHARD_DURABLE, view, logs)
+                    for s, view in zip(shards, shard_views, strict=True)
+                ],
+            ),
             "clientRoute": each(clients, client_views, "clientRoute"),
             "clientOp": each(clients, client_views, "clientOp"),
             "msgs": in_flight,
@@ -149,6 +170,31 @@ class ShardSplit(ProtocolBase):
         every node's part is the same object."""
         return self._gathered[name](nodes, *[view[name] for view in node_views])
 
+    def _node_synced(
+        self,
+        config: ShardSplitConfig,
+        node_id: str,
+        durable: tuple[str, ...],
+        view: Mapping[str, Any],
+        logs: Mapping[str, Sequence[Mapping[str, Any]]],
+    ) -> bool:
+        """Whether the node's durable variables are what its synced log recovers to.
+
+        The spec's durable variables are what a crash keeps, so a change to one
+        that the step did not sync (an unsynced or missing `Persist`, a record
+        `restore` reads back differently) is a step the spec rejects at once,
+        and not only at a crash that happens to fall before the next sync.
+        """
+        recovered = self._recovered(node_id, config, node_id, logs[node_id])
+        return self._synced(node_id, durable, view, recovered)
+
+    def _recover(
+        self, config: ShardSplitConfig, node_id: str, log: Sequence[Mapping[str, Any]]
+    ) -> Mapping[str, Any]:
+        core = self.make_core(config, node_id)
+        core.restore(tuple(log))
+        return core.view()
+
     def make_oracle(self, config: ShardSplitConfig) -> ShardSplitOracle:
         return ShardSplitOracle(config)
 
@@ -158,6 +204,12 @@ class ShardSplit(ProtocolBase):
         last_split = max((p.due_tick for p in config.splits), default=0)
         busiest = max((sum(op.think_ticks for op in ops) for ops in config.ops.values()), default=0)
         return max(last_split, busiest)
+
+
+def _durable_vars_agree(
+    durable: tuple[str, ...], view: Mapping[str, Any], recovered: Mapping[str, Any]
+) -> bool:
+    return all(view[name] == recovered[name] for name in durable)
 
 
 DEFINITION = ShardSplit()

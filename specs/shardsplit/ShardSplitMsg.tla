@@ -35,7 +35,10 @@
 (*    allows, which covers every choice of timer lengths;                  *)
 (*  - every durable change is synced in the step that makes it, so a       *)
 (*    crashed node's durable variables already show what it recovers to;   *)
-(*    a crash clears exactly the volatile ones (coordAcks, pending);       *)
+(*    a crash clears exactly the volatile ones (coordAcks, pending).  That *)
+(*    is a rule of the code, so it is checked, not assumed: coordSynced    *)
+(*    and shardSynced say whether a node's durable variables are what its  *)
+(*    synced log recovers to, and no step may make one FALSE;              *)
 (*  - clients never crash: they are the load, not the system under test;   *)
 (*  - no fairness here; MCShardSplitMsgLive adds it to check liveness.     *)
 (***************************************************************************)
@@ -56,19 +59,21 @@ VARIABLES
     splitPhase,   \* splitPhase[p]: how far the split of p has got (durable)
     coordAcks,    \* coordAcks[p]: children that answered in this phase
     coordUp,      \* the coordinator is running
+    coordSynced,  \* routing, splitPhase: what the coordinator's log recovers to
     shardState,   \* shardState[s]: where shard s stands (durable)
     kv,           \* kv[s][k]: shard s's value of key k (durable)
     applied,      \* applied[s]: ids of the writes s applied or installed (durable)
     pending,      \* pending[s]: writes s accepted and has not applied yet
     shardUp,      \* shardUp[s]: shard s is running
+    shardSynced,  \* shardSynced[s]: s's durable variables: what its log recovers to
     clientRoute,  \* clientRoute[c]: client c's copy of the routing table
     clientOp,     \* clientOp[c]: c's outstanding operation, or its last one
     msgs          \* the messages in flight: a bag, message -> number of copies
 
-vars == <<routing, splitPhase, coordAcks, coordUp, shardState, kv, applied,
-          pending, shardUp, clientRoute, clientOp, msgs>>
-coordVars == <<routing, splitPhase, coordAcks, coordUp>>
-shardVars == <<shardState, kv, applied, pending, shardUp>>
+vars == <<routing, splitPhase, coordAcks, coordUp, coordSynced, shardState, kv,
+          applied, pending, shardUp, shardSynced, clientRoute, clientOp, msgs>>
+coordVars == <<routing, splitPhase, coordAcks, coordUp, coordSynced>>
+shardVars == <<shardState, kv, applied, pending, shardUp, shardSynced>>
 clientVars == <<clientRoute, clientOp>>
 
 Parents == DOMAIN Children
@@ -142,11 +147,13 @@ TypeOK ==
     /\ splitPhase \in [Parents -> Phases]
     /\ coordAcks \in [Parents -> SUBSET Shards]
     /\ coordUp \in BOOLEAN
+    /\ coordSynced \in BOOLEAN
     /\ shardState \in [Shards -> ShardStates]
     /\ kv \in [Shards -> [Keys -> Value]]
     /\ applied \in [Shards -> SUBSET WriteId]
     /\ pending \in [Shards -> SUBSET Write]
     /\ shardUp \in [Shards -> BOOLEAN]
+    /\ shardSynced \in [Shards -> BOOLEAN]
     /\ clientRoute \in [Clients -> [Keys -> Shards]]
     /\ clientOp \in [Clients -> [kind : {"idle", "get", "put"},
                                  key : Keys \cup {"-"}, id : OpId]]
@@ -174,12 +181,14 @@ Init ==
     /\ splitPhase = [p \in Parents |-> "idle"]
     /\ coordAcks = [p \in Parents |-> {}]
     /\ coordUp = TRUE
+    /\ coordSynced = TRUE
     /\ shardState = [s \in Shards |-> IF s \in InitialShards THEN "active"
                                                                ELSE "absent"]
     /\ kv = [s \in Shards |-> [k \in Keys |-> NoValue]]
     /\ applied = [s \in Shards |-> {}]
     /\ pending = [s \in Shards |-> {}]
     /\ shardUp = [s \in Shards |-> TRUE]
+    /\ shardSynced = [s \in Shards |-> TRUE]
     /\ clientRoute = [cl \in Clients |-> InitRouting]
     /\ clientOp = [cl \in Clients |->
                       [kind |-> "idle", key |-> "-", id |-> [c |-> cl, n |-> 0]]]
@@ -188,8 +197,9 @@ Init ==
 ---------------------------------------------------------------------------
 (***************************************************************************)
 (* The coordinator.  routing and splitPhase are synced in the step that    *)
-(* changes them; which children answered (coordAcks) is volatile, and a    *)
-(* recovered coordinator collects the answers again by resending.          *)
+(* changes them, so no step leaves coordSynced FALSE; which children       *)
+(* answered (coordAcks) is volatile, and a recovered coordinator collects  *)
+(* the answers again by resending.                                         *)
 (***************************************************************************)
 
 (* Splits run one at a time, in SplitOrder: a child may be split only      *)
@@ -203,7 +213,7 @@ CoordStartSplit(p) ==
     /\ splitPhase' = [splitPhase EXCEPT ![p] = "freezing"]
     /\ coordAcks' = [coordAcks EXCEPT ![p] = {}]
     /\ Send({FreezeMsg(p)})
-    /\ UNCHANGED <<routing, coordUp, shardVars, clientVars>>
+    /\ UNCHANGED <<routing, coordUp, coordSynced, shardVars, clientVars>>
 
 (* The current phase's message again, to whoever has not answered yet.  A  *)
 (* lost message, a crash on either side, or an answer the coordinator      *)
@@ -228,7 +238,8 @@ CoordInstalled(p, m) ==
     /\ coordAcks' = IF splitPhase[p] = "freezing"
                       THEN [coordAcks EXCEPT ![p] = @ \cup {m.child}]
                       ELSE coordAcks
-    /\ UNCHANGED <<routing, splitPhase, coordUp, shardVars, clientVars>>
+    /\ UNCHANGED <<routing, splitPhase, coordUp, coordSynced, shardVars,
+                   clientVars>>
 
 (* Both children hold the parent's data, which can no longer change: the   *)
 (* switch point.  routing moves every key of p in one durable step, so no  *)
@@ -242,7 +253,7 @@ CoordSwitch(p) ==
     /\ splitPhase' = [splitPhase EXCEPT ![p] = "retiring"]
     /\ coordAcks' = [coordAcks EXCEPT ![p] = {}]
     /\ Send({RetireMsg(p)})
-    /\ UNCHANGED <<coordUp, shardVars, clientVars>>
+    /\ UNCHANGED <<coordUp, coordSynced, shardVars, clientVars>>
 
 (* Only once the parent has retired may a child serve.                     *)
 CoordRetired(p, m) ==
@@ -255,7 +266,8 @@ CoordRetired(p, m) ==
               /\ Reply(m, {ActivateMsg(p, ch) : ch \in Children[p]})
          ELSE /\ Reply(m, {})
               /\ UNCHANGED splitPhase
-    /\ UNCHANGED <<routing, coordAcks, coordUp, shardVars, clientVars>>
+    /\ UNCHANGED <<routing, coordAcks, coordUp, coordSynced, shardVars,
+                   clientVars>>
 
 CoordActivated(p, m) ==
     /\ coordUp
@@ -266,7 +278,8 @@ CoordActivated(p, m) ==
     /\ coordAcks' = IF splitPhase[p] = "activating"
                       THEN [coordAcks EXCEPT ![p] = @ \cup {m.child}]
                       ELSE coordAcks
-    /\ UNCHANGED <<routing, splitPhase, coordUp, shardVars, clientVars>>
+    /\ UNCHANGED <<routing, splitPhase, coordUp, coordSynced, shardVars,
+                   clientVars>>
 
 CoordFinish(p) ==
     /\ coordUp
@@ -274,7 +287,7 @@ CoordFinish(p) ==
     /\ coordAcks[p] = Children[p]
     /\ splitPhase' = [splitPhase EXCEPT ![p] = "done"]
     /\ coordAcks' = [coordAcks EXCEPT ![p] = {}]
-    /\ UNCHANGED <<routing, coordUp, shardVars, clientVars, msgs>>
+    /\ UNCHANGED <<routing, coordUp, coordSynced, shardVars, clientVars, msgs>>
 
 (* A client asks for the routing table and gets the current one.           *)
 CoordRoute(m) ==
@@ -288,19 +301,22 @@ CoordCrash ==
     /\ coordUp
     /\ coordUp' = FALSE
     /\ coordAcks' = [p \in Parents |-> {}]
-    /\ UNCHANGED <<routing, splitPhase, shardVars, clientVars, msgs>>
+    /\ UNCHANGED <<routing, splitPhase, coordSynced, shardVars, clientVars,
+                   msgs>>
 
 CoordRecover ==
     /\ ~coordUp
     /\ coordUp' = TRUE
-    /\ UNCHANGED <<routing, splitPhase, coordAcks, shardVars, clientVars, msgs>>
+    /\ UNCHANGED <<routing, splitPhase, coordAcks, coordSynced, shardVars,
+                   clientVars, msgs>>
 
 ---------------------------------------------------------------------------
 (***************************************************************************)
 (* The shards.  Every change but pending is synced in the step that makes  *)
-(* it.  Each request is handled by exactly one of ShardGet, ShardAccept,   *)
-(* ShardAckApplied and ShardRedirect, so a trace line's action is never    *)
-(* ambiguous.                                                              *)
+(* it (no step leaves shardSynced FALSE), so a write is durable before its *)
+(* PutOk leaves.  Each request is handled by exactly one of ShardGet,      *)
+(* ShardAccept, ShardAckApplied and ShardRedirect, so a trace line's       *)
+(* action is never ambiguous.                                              *)
 (***************************************************************************)
 
 (* A request addressed to s, which s is up to receive.                     *)
@@ -343,7 +359,8 @@ ShardAccept(s, m) ==
     /\ m.id \notin applied[s]
     /\ pending' = [pending EXCEPT ![s] = @ \cup {[key |-> m.key, val |-> m.id]}]
     /\ Reply(m, {})
-    /\ UNCHANGED <<coordVars, shardState, kv, applied, shardUp, clientVars>>
+    /\ UNCHANGED <<coordVars, shardState, kv, applied, shardUp, shardSynced,
+                   clientVars>>
 
 (* A write already applied here, or by the parent this shard installed     *)
 (* from, is acknowledged again and never applied twice.                    *)
@@ -371,7 +388,7 @@ ShardApply(s, k, id) ==
     /\ applied' = [applied EXCEPT ![s] = @ \cup {id}]
     /\ pending' = [pending EXCEPT ![s] = @ \ {[key |-> k, val |-> id]}]
     /\ Send({PutOkMsg(id)})
-    /\ UNCHANGED <<coordVars, shardState, shardUp, clientVars>>
+    /\ UNCHANGED <<coordVars, shardState, shardUp, shardSynced, clientVars>>
 
 ShardFreeze(s, m) ==
     /\ shardUp[s]
@@ -382,7 +399,8 @@ ShardFreeze(s, m) ==
                        THEN [shardState EXCEPT ![s] = "frozen"]
                        ELSE shardState
     /\ Reply(m, {})
-    /\ UNCHANGED <<coordVars, kv, applied, pending, shardUp, clientVars>>
+    /\ UNCHANGED <<coordVars, kv, applied, pending, shardUp, shardSynced,
+                   clientVars>>
 
 (* A frozen parent with nothing pending holds its final data: it ships     *)
 (* each child its half, with every applied id so that the children         *)
@@ -410,7 +428,7 @@ ShardInstall(s, m) ==
               /\ applied' = [applied EXCEPT ![s] = m.applied]
          ELSE UNCHANGED <<shardState, kv, applied>>
     /\ Reply(m, {InstalledMsg(m.parent, s)})
-    /\ UNCHANGED <<coordVars, pending, shardUp, clientVars>>
+    /\ UNCHANGED <<coordVars, pending, shardUp, shardSynced, clientVars>>
 
 (* A parent retires only frozen and drained; a retired one answers every   *)
 (* Retire again, since the coordinator may have lost the first answer.     *)
@@ -423,7 +441,8 @@ ShardRetire(s, m) ==
                        THEN [shardState EXCEPT ![s] = "retired"]
                        ELSE shardState
     /\ Reply(m, IF shardState'[s] = "retired" THEN {RetiredMsg(s)} ELSE {})
-    /\ UNCHANGED <<coordVars, kv, applied, pending, shardUp, clientVars>>
+    /\ UNCHANGED <<coordVars, kv, applied, pending, shardUp, shardSynced,
+                   clientVars>>
 
 ShardActivate(s, m) ==
     /\ shardUp[s]
@@ -435,7 +454,8 @@ ShardActivate(s, m) ==
                        ELSE shardState
     /\ Reply(m, IF shardState'[s] = "active" THEN {ActivatedMsg(m.parent, s)}
                                              ELSE {})
-    /\ UNCHANGED <<coordVars, kv, applied, pending, shardUp, clientVars>>
+    /\ UNCHANGED <<coordVars, kv, applied, pending, shardUp, shardSynced,
+                   clientVars>>
 
 (* A crash loses the writes accepted and not yet applied, which nobody was *)
 (* told about; everything else a shard holds is durable.                   *)
@@ -443,12 +463,14 @@ ShardCrash(s) ==
     /\ shardUp[s]
     /\ shardUp' = [shardUp EXCEPT ![s] = FALSE]
     /\ pending' = [pending EXCEPT ![s] = {}]
-    /\ UNCHANGED <<coordVars, shardState, kv, applied, clientVars, msgs>>
+    /\ UNCHANGED <<coordVars, shardState, kv, applied, shardSynced, clientVars,
+                   msgs>>
 
 ShardRecover(s) ==
     /\ ~shardUp[s]
     /\ shardUp' = [shardUp EXCEPT ![s] = TRUE]
-    /\ UNCHANGED <<coordVars, shardState, kv, applied, pending, clientVars, msgs>>
+    /\ UNCHANGED <<coordVars, shardState, kv, applied, pending, shardSynced,
+                   clientVars, msgs>>
 
 ---------------------------------------------------------------------------
 (***************************************************************************)

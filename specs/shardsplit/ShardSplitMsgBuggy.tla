@@ -33,7 +33,8 @@ ShardAcceptFrozen(s, m) ==
     /\ m.id \notin applied[s]
     /\ pending' = [pending EXCEPT ![s] = @ \cup {[key |-> m.key, val |-> m.id]}]
     /\ Reply(m, {})
-    /\ UNCHANGED <<coordVars, shardState, kv, applied, shardUp, clientVars>>
+    /\ UNCHANGED <<coordVars, shardState, kv, applied, shardUp, shardSynced,
+                   clientVars>>
 
 (* CoordSwitch, with one Installed taken for both.                         *)
 CoordSwitchEarly(p) ==
@@ -45,7 +46,7 @@ CoordSwitchEarly(p) ==
     /\ splitPhase' = [splitPhase EXCEPT ![p] = "retiring"]
     /\ coordAcks' = [coordAcks EXCEPT ![p] = {}]
     /\ Send({RetireMsg(p)})
-    /\ UNCHANGED <<coordUp, shardVars, clientVars>>
+    /\ UNCHANGED <<coordUp, coordSynced, shardVars, clientVars>>
 
 (* ShardTransfer and ShardRetire, without waiting for pending writes.      *)
 ShardTransferUndrained(s) ==
@@ -64,7 +65,8 @@ ShardRetireUndrained(s, m) ==
     /\ shardState[s] = "frozen"
     /\ shardState' = [shardState EXCEPT ![s] = "retired"]
     /\ Reply(m, {RetiredMsg(s)})
-    /\ UNCHANGED <<coordVars, kv, applied, pending, shardUp, clientVars>>
+    /\ UNCHANGED <<coordVars, kv, applied, pending, shardUp, shardSynced,
+                   clientVars>>
 
 BuggyNext ==
     \/ Next

@@ -691,6 +691,11 @@ class ShardSplitCores(RuleBasedStateMachine):
         for s in self.shards:
             for w in v["pending"][s]:
                 assert w["val"] not in applied, ("PendingIsFresh", s, w)
+        # No step leaves a node's durable variables apart from its synced log
+        # (every action keeps coordSynced and shardSynced TRUE).
+        assert v["coordSynced"], ("coordSynced", v["splitPhase"])
+        for s in self.shards:
+            assert v["shardSynced"][s], ("shardSynced", s)
 
     # ---- liveness: after the faults heal, everything finishes ----
 
