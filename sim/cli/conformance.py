@@ -19,13 +19,17 @@ from tracing.printable import printable
 
 @click.command("conformance", epilog=exit_code_help())
 @click.argument("protocols", nargs=-1, type=click.Choice(sorted(PROTOCOLS)))
-@click.option("--seeds", type=bounded_int(min=0, max=1_000_000), default=200, show_default=True,
+@click.option("--seeds", type=bounded_int(min=0, max=1_000_000), default=500, show_default=True,
               help="Seeded runs under swarm faults, at the model's options.")
-@click.option("--explore-time", type=finite_float(min=0), default=30.0, show_default=True,
-              help="Seconds of exhaustive exploration (0: none).")
-@click.option("--explore-workloads", type=bounded_int(min=1, max=1000), default=4,
+@click.option("--explore-states", type=bounded_int(min=0, max=10_000_000), default=20_000,
               show_default=True,
-              help="Explore the workloads of this many seeds, sharing --explore-time.")
+              help="Distinct states the explorer may reach in each workload (0: no exploring).")
+@click.option("--explore-time", type=finite_float(min=0, min_open=True), default=None,
+              help="Also stop exploring after this many seconds in all (the result then "
+                   "depends on the machine's speed).")
+@click.option("--explore-workloads", type=bounded_int(min=1, max=1000), default=2,
+              show_default=True,
+              help="Explore the workloads of this many seeds.")
 @click.option("--crashes", type=bounded_int(min=0, max=8), default=1, show_default=True,
               help="Crashes per explored schedule.")
 @click.option("--losses", type=bounded_int(min=0, max=8), default=1, show_default=True,
@@ -47,7 +51,8 @@ from tracing.printable import printable
               help="Look for specs here (default: the specs shipped with tlasim).")
 @guarded
 def conformance_command(
-    protocols: tuple[str, ...], seeds: int, explore_time: float, explore_workloads: int,
+    protocols: tuple[str, ...], seeds: int, explore_states: int, explore_time: float | None,
+    explore_workloads: int,
     crashes: int, losses: int,
     dups: int, idle_crashes: bool, show_count: int, list_explained: bool, json_out: Path | None,
     tlc_timeout: float, spec_dirs: tuple[Path, ...],
@@ -78,8 +83,8 @@ def conformance_command(
             continue
         err.print(f"{name}: exploring {definition.spec_module} with TLC ...", markup=False)
         result = conformance(
-            definition, seeds=seeds, explore_seconds=explore_time, explore_faults=faults,
-            explore_workloads=explore_workloads,
+            definition, seeds=seeds, explore_states=explore_states, explore_faults=faults,
+            explore_workloads=explore_workloads, explore_seconds=explore_time,
             spec_dirs=list(spec_dirs) or None, tlc_timeout_s=tlc_timeout,
             progress=_progress_of(name),
         )

@@ -135,7 +135,7 @@ def compare(spec: SideProfiles, impl: SideProfiles, explained: Sequence[Explaine
             row = group_name if name is None else (
                 name if name == label else f"{name} (TLC: {label})")
             wanted, missing, matches = rows.setdefault(
-                row, ([], [], (label, *names) if name is None else (name,)))
+                row, ([], [], (label, *names) if name is None else (name, label)))
             wanted.append(profile)
             if _key(profile) not in impl_keys_of[label]:
                 missing.append(profile)
@@ -187,9 +187,10 @@ def conformance(
     protocol: ProtocolDefinition,
     *,
     seeds: int,
-    explore_seconds: float,
+    explore_states: int,
     explore_faults: FaultBounds,
     explore_workloads: int = 1,
+    explore_seconds: float | None = None,
     spec_dirs: Sequence[Path] | None = None,
     tlc_timeout_s: float | None = None,
     progress: Callable[[str], None] | None = None,
@@ -216,7 +217,8 @@ def conformance(
                  f"{len(spec.profiles())} profiles in {spec_seconds:.0f} s")
     started = time.monotonic()
     impl, runs = impl_profiles(protocol, options, constants, profiler, seeds=range(seeds),
-                               explore_seconds=explore_seconds, explore_faults=explore_faults,
+                               explore_states=explore_states, explore_seconds=explore_seconds,
+                               explore_faults=explore_faults,
                                explore_workloads=explore_workloads, progress=progress)
     impl_seconds = time.monotonic() - started
     actions, beyond, unused = compare(spec, impl, model.explained)

@@ -77,7 +77,8 @@ def impl_profiles(
     profiler: Profiler,
     *,
     seeds: range,
-    explore_seconds: float,
+    explore_states: int,
+    explore_seconds: float | None,
     explore_faults: FaultBounds,
     explore_workloads: int = 1,
     progress: Callable[[str], None] | None = None,
@@ -87,7 +88,9 @@ def impl_profiles(
     # Each workload seed's configuration is explored in turn, sharing the
     # time: a workload fixes what each node is asked to do (a vote, an
     # operation's kind), which no schedule of another workload can change.
-    workloads = range(seeds.start, seeds.start + explore_workloads) if explore_seconds > 0 else []
+    # A state bound, not a time limit, ends each search by default, so the
+    # same options always reach the same profiles, on any machine.
+    workloads = range(seeds.start, seeds.start + explore_workloads) if explore_states else []
     exhausted = []
     for seed in workloads:
         config = protocol.configure(options, None, split(seed).workload)
@@ -98,14 +101,17 @@ def impl_profiles(
                     _path: Any) -> None:
             take_step(profiler, side, before, step.action, after)
 
-        bounds = SearchBounds(explore_faults, time_limit=explore_seconds / len(workloads))
+        bounds = SearchBounds(
+            explore_faults, max_states=explore_states,
+            time_limit=None if explore_seconds is None else explore_seconds / len(workloads))
         found = explore(protocol, config, bounds, on_step=on_step)
         runs.explored_states += found.states
         runs.explored_workloads += 1
         exhausted.append(found.exhausted)
         if progress is not None:
+            cut = "" if found.exhausted else f" (cut by its {found.cut_by} limit)"
             progress(f"explore, workload of seed {seed}: {found.states} states in "
-                     f"{found.seconds:.0f} s{'' if found.exhausted else ' (cut by its time)'}")
+                     f"{found.seconds:.0f} s{cut}")
     runs.explore_exhausted = bool(exhausted) and all(exhausted)
     for seed in seeds:
         emitter = _ProfilingEmitter(profiler, side)

@@ -26,7 +26,7 @@ GUARD = '''RMChooseToAbort(t, r) ==
 LOOSE = '''RMChooseToAbort(t, r) ==
     /\\ rmUp[r]
     /\\ rmState[t][r] \\in {"working", "prepared"}'''
-FAST = ["--seeds", "40", "--explore-time", "4", "--show", "0"]
+FAST = ["--seeds", "40", "--explore-states", "1500", "--show", "0"]
 
 
 def conformance(*args: str | Path) -> subprocess.CompletedProcess[str]:
