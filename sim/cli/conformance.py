@@ -14,29 +14,37 @@ from rich.table import Table
 from protocols import PROTOCOLS, get_protocol
 from sim import exitcodes
 from sim.cli.support import bounded_int, err, exit_code_help, finite_float, guarded, out
+from sim.conformance import defaults
 from tracing.printable import printable
 
 
 @click.command("conformance", epilog=exit_code_help())
 @click.argument("protocols", nargs=-1, type=click.Choice(sorted(PROTOCOLS)))
-@click.option("--seeds", type=bounded_int(min=0, max=1_000_000), default=500, show_default=True,
+@click.option("--seeds", type=bounded_int(min=0, max=1_000_000), default=defaults.SEEDS,
+              show_default=True,
               help="Seeded runs under swarm faults, at the model's options.")
-@click.option("--explore-states", type=bounded_int(min=0, max=10_000_000), default=20_000,
+@click.option("--explore-states", type=bounded_int(min=0, max=10_000_000),
+              default=defaults.EXPLORE_STATES,
               show_default=True,
               help="Distinct states the explorer may reach in each workload (0: no exploring).")
 @click.option("--explore-time", type=finite_float(min=0, min_open=True), default=None,
               help="Also stop exploring after this many seconds in all (the result then "
                    "depends on the machine's speed).")
-@click.option("--explore-workloads", type=bounded_int(min=1, max=1000), default=2,
+@click.option("--explore-workloads", type=bounded_int(min=1, max=1000),
+              default=defaults.EXPLORE_WORKLOADS,
               show_default=True,
               help="Explore the workloads of this many seeds.")
-@click.option("--crashes", type=bounded_int(min=0, max=8), default=1, show_default=True,
+@click.option("--crashes", type=bounded_int(min=0, max=8), default=defaults.CRASHES,
+              show_default=True,
               help="Crashes per explored schedule.")
-@click.option("--losses", type=bounded_int(min=0, max=8), default=1, show_default=True,
+@click.option("--losses", type=bounded_int(min=0, max=8), default=defaults.LOSSES,
+              show_default=True,
               help="Lost messages per explored schedule.")
-@click.option("--dups", type=bounded_int(min=0, max=8), default=1, show_default=True,
+@click.option("--dups", type=bounded_int(min=0, max=8), default=defaults.DUPLICATES,
+              show_default=True,
               help="Duplicated messages per explored schedule.")
-@click.option("--idle-crashes/--no-idle-crashes", default=True, show_default=True,
+@click.option("--idle-crashes/--no-idle-crashes", default=defaults.IDLE_CRASHES,
+              show_default=True,
               help="Let the explorer crash an idle node between its steps too.")
 @click.option("--show", "show_count", type=bounded_int(min=0), default=20, show_default=True,
               help="Print at most this many unexplained profiles per protocol.")
