@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-quick lint bench check-specs clean java
+.PHONY: demo test test-quick lint bench check-specs conformance clean java
 
 # The report tests and benchmark load pages in headless Chromium from
 # Debian's package; installed here only when missing (sudo unless root).
@@ -48,6 +48,11 @@ bench: $(STAMP) $(CHROMIUM)
 
 check-specs: $(STAMP)
 	$(BIN)/tlasim check-specs
+
+# Issue 30's looseness report for every protocol (docs/conformance.md):
+# minutes, so make test runs only the quick protocols' half of it.
+conformance: $(STAMP)
+	$(BIN)/tlasim conformance
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
