@@ -23,9 +23,11 @@ the spec with the code at small constants:
   node's entry inside every entry; the `network` variable is the bag of
   messages. A variable not named belongs to no node.
 - `messages` (optional) names, per message type (or `*` for every type),
-  the nodes a message concerns that its fields do not name: the fixed-id
-  sender or receiver. A step that only moves messages is profiled from
-  each node its messages concern.
+  the nodes a message concerns: a node id (a fixed-id sender or receiver
+  its fields do not name) or `field:F`, the nodes its field F names. A
+  step that only moves messages is profiled from each node its messages
+  concern. A type declaring no field concerns every node it names anywhere
+  (a routing table's shards too), so declare the fields where that is noise.
 - `symmetric` (optional) names constants whose elements the spec treats
   alike (a SYMMETRY set, such as memory addresses): profiles that differ
   only in which element is which are one profile, as for the protocol's

@@ -34,6 +34,7 @@ from protocols.errors import ConfigError
 from tracing.tla.parse import ModelValue
 
 NETWORK = "network"
+FIELD = "field:"  # in a message declaration: the nodes this field of the message names
 NET_ROLE = "net"
 
 # Normalised values: atoms (int, str), ("bool", b), ("fn", pairs) or ("set", items).
@@ -229,7 +230,8 @@ class Profiler:
         ] or [{}]
         self._canonical: dict[Any, Profile] = {}
         self._ids = frozenset(nodes)
-        unknown = sorted({n for ns in ownership.message_nodes.values() for n in ns} - self._ids)
+        unknown = sorted({n for ns in ownership.message_nodes.values() for n in ns
+                          if not n.startswith(FIELD)} - self._ids)
         if unknown:
             raise ConfigError(f"messages name {', '.join(unknown)}, not nodes of this run "
                               f"({', '.join(nodes)})")
@@ -259,11 +261,19 @@ class Profiler:
             yield self._canonical_net(action, n, old[n], (taken, added))
 
     def _concerned(self, message: Norm) -> Iterator[str]:
-        """The nodes a message concerns: those it names, and those declared for its type."""
-        yield from _names_in(message, self._ids)
+        """The nodes a message concerns: those declared for its type (a node
+        id, or `field:F`, the nodes field F names), or else every node it names."""
         declared = self.ownership.message_nodes
-        yield from declared.get(message_kind(message), ())
         yield from declared.get("*", ())
+        entries = declared.get(message_kind(message))
+        if entries is None or not any(e.startswith(FIELD) for e in entries):
+            # No field declared: every node the message names anywhere.
+            yield from _names_in(message, self._ids)
+        for entry in entries or ():
+            if entry.startswith(FIELD):
+                yield from _names_in(_field(message, entry[len(FIELD):]), self._ids)
+            else:
+                yield entry
 
     def _canonical_profile(self, action: str, node: str, old: Norm, new: Norm) -> Profile:
         key = (action, node, old, new)
@@ -305,6 +315,14 @@ class Profiler:
             context = () if node is None else ((self.role[node], best[0]),)
             cached = self._canonical[key] = Profile(action, NET_ROLE, context, best[1:])
         return cached
+
+
+def _field(message: Norm, name: str) -> Norm:
+    if isinstance(message, tuple) and len(message) == 2 and message[0] == "fn":
+        for key, value in message[1]:
+            if key == name:
+                return value
+    return None
 
 
 def message_kind(message: Norm) -> str:

@@ -180,3 +180,18 @@ def test_a_tlc_state_graph_is_read_into_states_and_labelled_steps(tmp_path: Path
     (profile,) = side.by_action["Inc"]  # a's step and b's are one profile
     assert profile.role == "node*"
     assert profile.before == (("x", 0),) and profile.after == (("x", 1),)
+
+
+def test_a_message_type_may_name_the_fields_that_say_whom_it_concerns() -> None:
+    owners = Ownership.parse({"up": "[node]", "msgs": "network"}, "test",
+                             {"Route": ["coord", "field:c"]})
+    profiler = Profiler(owners, ("coord", "s1", "c1"), ())
+    route = Record({"type": "Route", "c": "c1", "routing": Record({"k1": "s1"})})
+    other = Record({"type": "Put", "dst": "s1", "id": Record({"c": "c1"})})
+    before = {"up": {"coord": True, "s1": True, "c1": True}, "msgs": {}}
+    roles = {p.before[0][0] for p in profiler.profiles("X", before, {**before,
+                                                                     "msgs": {route: 1}})}
+    assert roles == {"coord", "c1"}  # not s1, which only the routing table names
+    roles = {p.before[0][0] for p in profiler.profiles("X", before, {**before,
+                                                                     "msgs": {other: 1}})}
+    assert roles == {"s1", "c1"}  # undeclared: every node it names
