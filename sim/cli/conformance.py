@@ -140,11 +140,11 @@ def _print(result: Any, show_count: int, list_explained: bool) -> None:
     for action in result.actions:
         for profile in action.unexplained:
             if shown < show_count:
-                out.print(f"  UNEXPLAINED {printable(profile.render())}", markup=False)
+                out.print(f"  UNEXPLAINED {printable(action.text(profile))}", markup=False)
             shown += 1
         if list_explained:
             for profile, why in action.explained:
-                out.print(f"  explained {printable(profile.render())}\n    because "
+                out.print(f"  explained {printable(action.text(profile))}\n    because "
                           f"{printable(why.why)}", markup=False)
     if shown > show_count:
         out.print(f"  ... and {shown - show_count} more (--show N)", markup=False)
@@ -174,8 +174,8 @@ def _as_json(result: Any) -> dict[str, Any]:
         "passed": result.passed,
         "actions": [
             {"action": a.action, "spec_profiles": a.spec_profiles, "reached": a.reached,
-             "explained": [{"profile": p.render(), "why": e.why} for p, e in a.explained],
-             "unexplained": [p.render() for p in a.unexplained]}
+             "explained": [{"profile": a.text(p), "why": e.why} for p, e in a.explained],
+             "unexplained": [a.text(p) for p in a.unexplained]}
             for a in result.actions
         ],
         "unused_explanations": [{"action": e.action, "contains": e.contains}

@@ -37,6 +37,10 @@ class ActionLooseness:
     reached: int  # of the spec's profiles, how many the code reached
     explained: tuple[tuple[Profile, Explained], ...]
     unexplained: tuple[Profile, ...]
+    shown_as: str = ""  # the action name its profiles are printed (and explained) under
+
+    def text(self, profile: Profile) -> str:
+        return profile.render(self.shown_as or None)
 
 
 @dataclass(slots=True)
@@ -144,8 +148,9 @@ def compare(spec: SideProfiles, impl: SideProfiles, explained: Sequence[Explaine
         wanted, missing, matches = rows[row]
         covered: list[tuple[Profile, Explained]] = []
         open_: list[Profile] = []
-        for profile in sorted(missing, key=lambda p: p.render()):
-            text = profile.render()
+        shown = matches[0]  # the inferred action, or TLC's label
+        for profile in sorted(missing, key=lambda p: p.render(shown)):
+            text = profile.render(shown)
             why = next((e for e in explained if any(e.covers(n, text) for n in matches)), None)
             if why is None:
                 open_.append(profile)
@@ -153,7 +158,7 @@ def compare(spec: SideProfiles, impl: SideProfiles, explained: Sequence[Explaine
                 covered.append((profile, why))
                 used.add(why)
         actions.append(ActionLooseness(row, len(wanted), len(wanted) - len(missing),
-                                       tuple(covered), tuple(open_)))
+                                       tuple(covered), tuple(open_), shown))
     spec_keys = {(name, _key(p)) for label, names in groups.items() for name in names
                  for p in spec.by_action[label]}
     beyond = sum(1 for action, profiles in impl.by_action.items() for p in profiles

@@ -165,7 +165,10 @@ class Profile:
     before: Norm  # the node's local state, or for a network profile the context
     after: Norm  # the node's local state, or the messages taken and added
 
-    def render(self) -> str:
+    def render(self, action: str | None = None) -> str:
+        """The profile as text; `action` names it otherwise (the action TLC's
+        label is inferred to stand for)."""
+        action = self.action if action is None else action
         if self.role == NET_ROLE:
             taken, added = self.after
             context = "; ".join(f"{role} {render(local)}" for role, local in self.before)
@@ -175,13 +178,13 @@ class Profile:
             if added:
                 moved.append("adds " + ", ".join(render(m) for m in added))
             text = " and ".join(moved) or "changes nothing"
-            return f"{self.action}: {text}" + (f" (with {context})" if context else "")
+            return f"{action}: {text}" + (f" (with {context})" if context else "")
         changed = [
             f"{var}: {render(old)} -> {render(new)}"
             for (var, old), (_, new) in zip(self.before, self.after, strict=False)
             if old != new
         ]
-        return f"{self.action} at {self.role} {render(self.before)}: {'; '.join(changed)}"
+        return f"{action} at {self.role} {render(self.before)}: {'; '.join(changed)}"
 
 
 def render(value: Norm) -> str:
