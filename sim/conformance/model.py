@@ -28,6 +28,10 @@ the spec with the code at small constants:
   step that only moves messages is profiled from each node its messages
   concern. A type declaring no field concerns every node it names anywhere
   (a routing table's shards too), so declare the fields where that is noise.
+  `{"from": [...], "to": [...]}` instead of a list separates the sides: a
+  step that adds the message is seen from its senders, one that takes it
+  from its receivers (a send is a rule about the sender's state, not the
+  receiver's).
 - `symmetric` (optional) names constants whose elements the spec treats
   alike (a SYMMETRY set, such as memory addresses): profiles that differ
   only in which element is which are one profile, as for the protocol's

@@ -113,7 +113,8 @@ class Ownership:
     network: str | None  # the variable holding the messages in flight (a bag)
     # message type (or "*": every type) -> nodes a message of it concerns
     # besides those its fields name: the fixed-id sender or receiver.
-    message_nodes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    message_nodes: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(
+        default_factory=dict)
 
     @staticmethod
     def parse(declared: Mapping[str, Any], where: str,
@@ -136,11 +137,19 @@ class Ownership:
                 owners[var] = path
             else:
                 owners[var] = how
-        message_nodes: dict[str, tuple[str, ...]] = {}
+        message_nodes: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
         for kind, nodes in (messages or {}).items():
-            if not isinstance(nodes, list) or not all(isinstance(n, str) and n for n in nodes):
-                raise ConfigError(f"{where}: messages.{kind} must be a list of node ids")
-            message_nodes[kind] = tuple(nodes)
+            # A list concerns the nodes it names both ways; {"from", "to"}
+            # says who sends a message (a step that adds it is seen from
+            # them) and who takes it (a step that takes it).
+            sides = (nodes.get("from", []), nodes.get("to", [])) if isinstance(nodes, dict) \
+                else (nodes, nodes)
+            if (isinstance(nodes, dict) and set(nodes) - {"from", "to"}) or not all(
+                    isinstance(side, list) and all(isinstance(n, str) and n for n in side)
+                    for side in sides):
+                raise ConfigError(f"{where}: messages.{kind} must be a list of node ids "
+                                  "(or field:F), or an object of from and to lists")
+            message_nodes[kind] = (tuple(sides[0]), tuple(sides[1]))
         if message_nodes and network is None:
             raise ConfigError(f"{where}: messages are declared but no variable is the network")
         return Ownership(owners, network, message_nodes)
@@ -233,8 +242,8 @@ class Profiler:
         ] or [{}]
         self._canonical: dict[Any, Profile] = {}
         self._ids = frozenset(nodes)
-        unknown = sorted({n for ns in ownership.message_nodes.values() for n in ns
-                          if not n.startswith(FIELD)} - self._ids)
+        unknown = sorted({n for sides in ownership.message_nodes.values() for side in sides
+                          for n in side if not n.startswith(FIELD)} - self._ids)
         if unknown:
             raise ConfigError(f"messages name {', '.join(unknown)}, not nodes of this run "
                               f"({', '.join(nodes)})")
@@ -254,7 +263,8 @@ class Profiler:
             return
         taken, added = _bag_delta(before[self.ownership.network],
                                   after[self.ownership.network])
-        named = sorted({n for m in (*taken, *added) for n in self._concerned(m)})
+        named = sorted({*(n for m in added for n in self._concerned(m, 0)),
+                        *(n for m in taken for n in self._concerned(m, 1))})
         # One profile per node the messages name, not one for all of them:
         # the product of several nodes' states would be mostly combinations
         # no single node's rule is about.
@@ -263,16 +273,19 @@ class Profiler:
         for n in named:
             yield self._canonical_net(action, n, old[n], (taken, added))
 
-    def _concerned(self, message: Norm) -> Iterator[str]:
-        """The nodes a message concerns: those declared for its type (a node
-        id, or `field:F`, the nodes field F names), or else every node it names."""
+    def _concerned(self, message: Norm, side: int) -> Iterator[str]:
+        """The nodes a message concerns on one side (0: the step adds it, 1:
+        takes it): those declared for its type (a node id, or `field:F`, the
+        nodes field F names), or else every node it names."""
         declared = self.ownership.message_nodes
-        yield from declared.get("*", ())
+        everywhere = declared.get("*")
+        if everywhere is not None:
+            yield from everywhere[side]
         entries = declared.get(message_kind(message))
-        if entries is None or not any(e.startswith(FIELD) for e in entries):
+        if entries is None or not any(e.startswith(FIELD) for e in (*entries[0], *entries[1])):
             # No field declared: every node the message names anywhere.
             yield from _names_in(message, self._ids)
-        for entry in entries or ():
+        for entry in entries[side] if entries is not None else ():
             if entry.startswith(FIELD):
                 yield from _names_in(_field(message, entry[len(FIELD):]), self._ids)
             else:

@@ -195,3 +195,17 @@ def test_a_message_type_may_name_the_fields_that_say_whom_it_concerns() -> None:
     roles = {p.before[0][0] for p in profiler.profiles("X", before, {**before,
                                                                      "msgs": {other: 1}})}
     assert roles == {"s1", "c1"}  # undeclared: every node it names
+
+
+def test_a_send_is_seen_from_its_sender_and_a_receipt_from_its_receiver() -> None:
+    owners = Ownership.parse({"up": "[node]", "msgs": "network"}, "test",
+                             {"Ping": {"from": ["field:src"], "to": ["field:dst"]}})
+    profiler = Profiler(owners, ("a", "b"), ())
+    ping = Record({"type": "Ping", "src": "a", "dst": "b"})
+    quiet = {"up": {"a": True, "b": True}, "msgs": {}}
+    sent = {**quiet, "msgs": {ping: 1}}
+    (send,) = profiler.profiles("Send", quiet, sent)
+    (take,) = profiler.profiles("Take", sent, quiet)
+    assert send.before[0][0] == "a" and take.before[0][0] == "b"
+    with pytest.raises(ConfigError, match="from and to"):
+        Ownership.parse({"msgs": "network"}, "test", {"Ping": {"by": ["a"]}})
