@@ -150,7 +150,8 @@ def _print(result: Any, show_count: int, list_explained: bool) -> None:
         out.print(f"  ... and {shown - show_count} more (--show N)", markup=False)
     for stale in result.unused_explanations:
         out.print(f"  note: the explanation for {stale.action} containing "
-                  f"{stale.contains!r} matches nothing now: remove it", markup=False)
+                  f"{stale.contains!r} matches nothing at these options (remove it unless a "
+                  "larger run needs it)", markup=False)
     out.print(f"  {result.beyond_model} profiles of the code lie beyond the model's bounds",
               markup=False)
     verdict = ("OK: every spec profile is reached by the code or explained" if result.passed
