@@ -24,7 +24,9 @@ from protocols.errors import SpecError, TLCError
 from sim.conformance.model import ConformanceModel
 from sim.conformance.profiles import Norm, Profile, Profiler
 from tracing.tla.literal import is_identifier, to_tla
+from tracing.tla.next_split import SplitNext, action_of_label, split_next
 from tracing.tla.parse import parse_state
+from tracing.tla.sany import export_xml
 from tracing.tla.tlc import run_tlc
 from tracing.values import freeze, from_json
 
@@ -53,7 +55,8 @@ class SideProfiles:
         return set().union(*self.by_action.values()) if self.by_action else set()
 
 
-def _module_text(model: ConformanceModel, constants: Mapping[str, Any]) -> tuple[str, str]:
+def _module_text(model: ConformanceModel, constants: Mapping[str, Any],
+                 split: SplitNext | None) -> tuple[str, str]:
     """The root module and its config: the model, with every constant given."""
     lines = [f"---- MODULE {_ROOT} ----", f"EXTENDS {model.module}"]
     cfg = ["CONSTANTS"]
@@ -66,8 +69,15 @@ def _module_text(model: ConformanceModel, constants: Mapping[str, Any]) -> tuple
             raise SpecError(f"{model.path}: constant name {name!r:.40} is not a TLA+ name")
         lines.append(f"TlasimConst_{name} == {to_tla(value)}")
         cfg.append(f"    {name} <- TlasimConst_{name}")
+    if split is not None:
+        lines.append(split.definitions)
     lines.append("====")
-    cfg.append(f"SPECIFICATION {model.specification}")
+    if split is not None:
+        # The same behaviours as Spec (Init /\ [][Next]_vars), each step
+        # labelled with its action (tracing/tla/next_split.py).
+        cfg.extend(["INIT Init", f"NEXT {split.name}"])
+    else:
+        cfg.append(f"SPECIFICATION {model.specification}")
     cfg.extend(f"CONSTRAINT {c}" for c in model.constraints)
     return "\n".join(lines) + "\n", "\n".join(cfg) + "\n"
 
@@ -94,7 +104,11 @@ def spec_profiles(
         if not (folder / f"{model.module}.tla").is_file():
             raise SpecError(f"{model.path}: model module {model.module}.tla is not in "
                             f"{spec_folder}")
-        text, cfg = _module_text(model, constants)
+        split = None
+        if model.specification == "Spec":
+            spec_module = folder / f"{model.spec}.tla"
+            split = split_next(export_xml(spec_module), model.spec, folder)
+        text, cfg = _module_text(model, constants, split)
         (folder / f"{_ROOT}.tla").write_text(text)
         (folder / f"{_ROOT}.cfg").write_text(cfg)
         dot = folder / "states.dot"
@@ -123,7 +137,7 @@ def _read_dot(dot: Path, profiler: Profiler) -> SideProfiles:
             line = line.rstrip("\n")
             edge = _EDGE.match(line)
             if edge is not None:
-                edges.append((edge.group(1), edge.group(2), edge.group(3)))
+                edges.append((edge.group(1), edge.group(2), action_of_label(edge.group(3))))
                 continue
             state = _STATE.match(line)
             if state is None or state.group(1) in states:
