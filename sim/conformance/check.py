@@ -213,7 +213,9 @@ def conformance(
     config = protocol.configure(options, None, split(0).workload)
     constants = protocol.spec_constants(config)
     profiler = Profiler(model.ownership, protocol.node_ids(config),
-                        _symmetry(protocol, config, constants, model))
+                        _symmetry(protocol, config, constants, model),
+                        [a for a in (protocol.net_lose_action, protocol.net_duplicate_action)
+                         if a is not None])
     started = time.monotonic()
     spec = spec_profiles(model, module_path.parent, constants, profiler, timeout_s=tlc_timeout_s)
     spec_seconds = time.monotonic() - started

@@ -26,7 +26,7 @@ sequence is the function on 1..n, as in TLA+).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,8 +220,10 @@ class Profiler:
     """Cuts steps into canonical profiles for one system's nodes and symmetry."""
 
     def __init__(self, ownership: Ownership, nodes: Sequence[str],
-                 symmetric: Sequence[Sequence[str]]) -> None:
+                 symmetric: Sequence[Sequence[str]],
+                 network_actions: Collection[str] = ()) -> None:
         self.ownership = ownership
+        self.network_actions = frozenset(network_actions)
         self.nodes = tuple(nodes)
         self.role: dict[str, str] = {n: n for n in nodes}
         for group in symmetric:
@@ -263,6 +265,11 @@ class Profiler:
             return
         taken, added = _bag_delta(before[self.ownership.network],
                                   after[self.ownership.network])
+        if action in self.network_actions:
+            # The network loses or copies any message at any moment: which
+            # node's state it happens beside is no rule of any node.
+            yield self._canonical_net(action, None, None, (taken, added))
+            return
         named = sorted({*(n for m in added for n in self._concerned(m, 0)),
                         *(n for m in taken for n in self._concerned(m, 1))})
         # One profile per node the messages name, not one for all of them:

@@ -209,3 +209,13 @@ def test_a_send_is_seen_from_its_sender_and_a_receipt_from_its_receiver() -> Non
     assert send.before[0][0] == "a" and take.before[0][0] == "b"
     with pytest.raises(ConfigError, match="from and to"):
         Ownership.parse({"msgs": "network"}, "test", {"Ping": {"by": ["a"]}})
+
+
+def test_a_step_of_the_network_is_profiled_by_its_messages_alone() -> None:
+    owners = Ownership.parse({"up": "[node]", "msgs": "network"}, "test")
+    profiler = Profiler(owners, ("a", "b"), (), network_actions=("Lose",))
+    ping = Record({"type": "Ping", "dst": "a"})
+    with_ping = {"up": {"a": True, "b": True}, "msgs": {ping: 1}}
+    down = {"up": {"a": False, "b": True}, "msgs": {ping: 1}}
+    lost = [set(profiler.profiles("Lose", s, {**s, "msgs": {}})) for s in (with_ping, down)]
+    assert lost[0] == lost[1] and next(iter(lost[0])).before == ()
