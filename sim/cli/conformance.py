@@ -149,7 +149,7 @@ def _print(result: Any, show_count: int, list_explained: bool) -> None:
     if shown > show_count:
         out.print(f"  ... and {shown - show_count} more (--show N)", markup=False)
     for stale in result.unused_explanations:
-        out.print(f"  note: the explanation for {stale.action} containing "
+        out.print(f"  note: the explanation for {', '.join(stale.actions)} containing "
                   f"{stale.contains!r} matches nothing at these options (remove it unless a "
                   "larger run needs it)", markup=False)
     out.print(f"  {result.beyond_model} profiles of the code lie beyond the model's bounds",
@@ -179,6 +179,6 @@ def _as_json(result: Any) -> dict[str, Any]:
              "unexplained": [a.text(p) for p in a.unexplained]}
             for a in result.actions
         ],
-        "unused_explanations": [{"action": e.action, "contains": e.contains}
+        "unused_explanations": [{"actions": list(e.actions), "contains": e.contains}
                                 for e in result.unused_explanations],
     }

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +121,7 @@ def _infer_names(label: str, names: tuple[str, ...], spec: SideProfiles,
 
 def compare(spec: SideProfiles, impl: SideProfiles, explained: Sequence[Explained]
             ) -> tuple[list[ActionLooseness], int, tuple[Explained, ...]]:
-    used: set[Explained] = set()
+    used: set[tuple[Explained, str]] = set()
     groups = label_groups(spec, impl)
     impl_keys_of = {
         label: {_key(p) for action in names for p in impl.by_action.get(action, ())}
@@ -151,19 +151,22 @@ def compare(spec: SideProfiles, impl: SideProfiles, explained: Sequence[Explaine
         shown = matches[0]  # the inferred action, or TLC's label
         for profile in sorted(missing, key=lambda p: p.render(shown)):
             text = profile.render(shown)
-            why = next((e for e in explained if any(e.covers(n, text) for n in matches)), None)
-            if why is None:
+            hit = next(((e, n) for e in explained for n in matches if e.covers(n, text)), None)
+            if hit is None:
                 open_.append(profile)
             else:
-                covered.append((profile, why))
-                used.add(why)
+                covered.append((profile, hit[0]))
+                used.add(hit)
         actions.append(ActionLooseness(row, len(wanted), len(wanted) - len(missing),
                                        tuple(covered), tuple(open_), shown))
     spec_keys = {(name, _key(p)) for label, names in groups.items() for name in names
                  for p in spec.by_action[label]}
     beyond = sum(1 for action, profiles in impl.by_action.items() for p in profiles
                  if (action, _key(p)) not in spec_keys)
-    unused = tuple(e for e in explained if e not in used)
+    # Each explanation narrowed to the actions it explained nothing under.
+    unused = tuple(
+        replace(e, actions=idle) for e in explained
+        if (idle := tuple(n for n in e.actions if (e, n) not in used)))
     return actions, beyond, unused
 
 

@@ -40,6 +40,8 @@ the spec with the code at small constants:
   that is fine (a fault the simulator does not inject at these constants, a
   path the workload never takes): a profile whose action matches and whose
   text contains `contains` (all of it, when left out) is explained.
+  `action` is one action's name or a list of them, for one reason that
+  holds for the same state under several actions.
 """
 
 from __future__ import annotations
@@ -59,12 +61,12 @@ MAX_BYTES = 1 << 20
 
 @dataclass(frozen=True, slots=True)
 class Explained:
-    action: str
+    actions: tuple[str, ...]  # one reason often holds for the same state under several actions
     contains: str
     why: str
 
     def covers(self, action: str, text: str) -> bool:
-        return action == self.action and self.contains in text
+        return action in self.actions and self.contains in text
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +92,15 @@ def _text(entry: Mapping[str, Any], key: str, where: str, default: str | None = 
     if not isinstance(value, str) or not value:
         raise ConfigError(f"{where}: {key} must be a non-empty string, not {value!r:.60}")
     return value
+
+
+def _actions(entry: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    value = entry.get("action")
+    names = value if isinstance(value, list) else [value]
+    if not names or not all(isinstance(name, str) and name for name in names):
+        raise ConfigError(f"{where}: action must be an action's name or a non-empty list of "
+                          f"names, not {value!r:.60}")
+    return tuple(names)
 
 
 def _object(entry: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
@@ -140,7 +151,7 @@ def read_model(path: Path) -> ConformanceModel:
         contains = entry.get("contains", "")
         if not isinstance(contains, str):
             raise ConfigError(f"{at}: contains must be a string")
-        explained.append(Explained(_text(entry, "action", at), contains, _text(entry, "why", at)))
+        explained.append(Explained(_actions(entry, at), contains, _text(entry, "why", at)))
     return ConformanceModel(
         path=path,
         spec=_text(root, "spec", where),

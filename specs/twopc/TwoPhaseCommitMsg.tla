@@ -32,9 +32,10 @@
 (*    transaction's begin tick is lost in a crash" is enforced for the     *)
 (*    transactions the TM has begun (which implies the begin tick passed), *)
 (*    and left to the RM for any other transaction;                        *)
-(*  - each action is one atomic step of the code; a handler of several    *)
-(*    steps is atomic here only where a rule depends on it: the TM commits *)
-(*    right after counting the last Yes vote, or crashes (TMCommitPending);*)
+(*  - each action is one atomic step of the code; the TM's handler of the  *)
+(*    last Yes vote is atomic for the TM only where a rule depends on it:  *)
+(*    it commits right after counting that vote, or crashes                *)
+(*    (TMCommitPending); other nodes' steps may fall between;              *)
 (*  - no fairness here; MCTwoPhaseCommitMsgLive adds it to check liveness. *)
 (***************************************************************************)
 EXTENDS Naturals, Bags
@@ -115,12 +116,14 @@ Init ==
 (***************************************************************************)
 
 (* The TM handles the vote that completes tmPrepared[t] by committing in  *)
-(* the same handler: TMRcvPrepared, then TMCommit.  Nothing runs between   *)
-(* two steps of one handler but that node's own crash, since the system    *)
-(* runs one handler at a time.  So while TMCommitPending holds, every      *)
-(* action but TMCommit and TMCrash is disabled: a TM that holds every Yes  *)
-(* vote and does anything but commit (aborts, resends Prepare, waits for   *)
-(* more messages) is rejected at that step.                                *)
+(* the same handler: TMRcvPrepared, then TMCommit.  A node runs one        *)
+(* handler at a time, so nothing of the TM's own runs between those two    *)
+(* steps but its crash.  While TMCommitPending holds, every TM action but  *)
+(* TMCommit and TMCrash is disabled: a TM that holds every Yes vote and    *)
+(* does anything but commit (aborts, resends Prepare, takes another        *)
+(* message) is rejected at that step.  Other nodes and the network are not *)
+(* held back: they run concurrently with the TM's handler, and a merged    *)
+(* log of a real cluster may place their steps inside it.                  *)
 TMCommitPending ==
     /\ tmUp
     /\ \E t \in Tx : tmState[t] = "preparing" /\ tmPrepared[t] = RM
@@ -206,7 +209,6 @@ TMCrash ==
     /\ UNCHANGED <<tmLog, rmVars, msgs>>
 
 TMRecover ==
-    /\ ~TMCommitPending
     /\ ~tmUp
     /\ tmUp' = TRUE
     /\ UNCHANGED <<tmState, tmPrepared, tmLog, rmVars, msgs>>
@@ -226,7 +228,6 @@ RMBecome(t, r, s) ==
 (* consumes the message (RMSendPrepared / RMSendAborted repeat the vote).  *)
 (* An RM that lost t's work in a crash has nothing to vote Yes on: No only.*)
 RMRcvPrepare(t, r) ==
-    /\ ~TMCommitPending
     /\ rmUp[r]
     /\ InFlight(M("Prepare", t, r))
     /\ Discard(M("Prepare", t, r))
@@ -238,14 +239,12 @@ RMRcvPrepare(t, r) ==
 
 (* A prepared RM repeats its Yes vote, which also asks for the decision.   *)
 RMSendPrepared(t, r) ==
-    /\ ~TMCommitPending
     /\ rmUp[r]
     /\ rmState[t][r] = "prepared"
     /\ Send(M("Prepared", t, r))
     /\ UNCHANGED <<tmVars, rmVars>>
 
 RMSendAborted(t, r) ==
-    /\ ~TMCommitPending
     /\ rmUp[r]
     /\ rmState[t][r] = "aborted"
     /\ Send(M("Aborted", t, r))
@@ -253,7 +252,6 @@ RMSendAborted(t, r) ==
 
 (* An RM may abort on its own only before it has voted yes.                *)
 RMChooseToAbort(t, r) ==
-    /\ ~TMCommitPending
     /\ rmUp[r]
     /\ rmState[t][r] = "working"
     /\ RMBecome(t, r, "aborted")
@@ -261,7 +259,6 @@ RMChooseToAbort(t, r) ==
 
 (* A duplicate Commit reaching a committed RM is consumed and ignored.     *)
 RMRcvCommit(t, r) ==
-    /\ ~TMCommitPending
     /\ rmUp[r]
     /\ InFlight(M("Commit", t, r))
     /\ rmState[t][r] \in {"prepared", "committed"}
@@ -273,7 +270,6 @@ RMRcvCommit(t, r) ==
 
 (* A duplicate Abort reaching an aborted RM is consumed and ignored.       *)
 RMRcvAbort(t, r) ==
-    /\ ~TMCommitPending
     /\ rmUp[r]
     /\ InFlight(M("Abort", t, r))
     /\ rmState[t][r] # "committed"
@@ -287,7 +283,6 @@ RMRcvAbort(t, r) ==
 (* loses is the uncommitted work the RM held in memory, and the knowledge  *)
 (* of which work that was, which recovery works out again.                 *)
 RMCrash(r) ==
-    /\ ~TMCommitPending
     /\ rmUp[r]
     /\ rmUp' = [rmUp EXCEPT ![r] = FALSE]
     /\ rmLostWork' = [rmLostWork EXCEPT ![r] = {}]
@@ -306,7 +301,6 @@ SurelyLostWork(r) ==
 (* filter, so that checking a logged value costs nothing; a partial trace  *)
 (* that leaves rmLostWork out makes TLC enumerate [RM -> SUBSET Tx].       *)
 RMRecover(r) ==
-    /\ ~TMCommitPending
     /\ ~rmUp[r]
     /\ rmUp' = [rmUp EXCEPT ![r] = TRUE]
     /\ rmLostWork' \in [RM -> SUBSET Tx]
@@ -322,13 +316,11 @@ RMRecover(r) ==
 (***************************************************************************)
 
 NetLose(m) ==
-    /\ ~TMCommitPending
     /\ InFlight(m)
     /\ Discard(m)
     /\ UNCHANGED <<tmVars, rmVars>>
 
 NetDuplicate(m) ==
-    /\ ~TMCommitPending
     /\ InFlight(m)
     /\ Send(m)
     /\ UNCHANGED <<tmVars, rmVars>>

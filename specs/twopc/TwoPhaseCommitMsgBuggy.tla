@@ -18,7 +18,6 @@ EXTENDS MCTwoPhaseCommitMsg
 
 (* RMChooseToAbort, with the guard that makes it safe weakened.            *)
 RMAbortAfterPrepare(t, r) ==
-    /\ ~TMCommitPending
     /\ rmUp[r]
     /\ rmState[t][r] \in {"working", "prepared"}
     /\ RMBecome(t, r, "aborted")

@@ -125,17 +125,19 @@ def first_recovery_hiding_lost_work(trace: Trace) -> int | None:
 
 
 def first_step_between_last_vote_and_commit(trace: Trace) -> int | None:
-    """The first line after the TM counted every RM's Yes vote on a transaction
-    it is still preparing that is neither that commit nor the TM's crash: the
-    vote's handler commits at once, and only the TM's crash can cut it short."""
-    for before, step in zip(trace.steps, trace.steps[1:], strict=False):
-        tm_state, votes = before.vars["tmState"], before.vars["tmPrepared"]
-        holds_every_vote = any(
-            state == "preparing" and set(votes[tx]) == set(before.vars["rmState"][tx])
+    """The first step of the TM's own after it counted every RM's Yes vote on a
+    transaction it is still preparing that is neither that commit nor its crash:
+    the vote's handler commits at once, and only the TM's crash can cut it short.
+    Other nodes' steps may fall between, as they run concurrently with it."""
+    holds_every_vote = False
+    for step in trace.steps:
+        if step.node == TM_ID and holds_every_vote and step.action not in ("TMCommit", "TMCrash"):
+            return step.line
+        tm_state, votes = step.vars["tmState"], step.vars["tmPrepared"]
+        holds_every_vote = step.vars["tmUp"] and any(
+            state == "preparing" and set(votes[tx]) == set(step.vars["rmState"][tx])
             for tx, state in tm_state.items()
         )
-        if holds_every_vote and before.vars["tmUp"] and step.action not in ("TMCommit", "TMCrash"):
-            return step.line
     return None
 
 

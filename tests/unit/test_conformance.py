@@ -96,7 +96,15 @@ def write_model(tmp_path: Path, **changes: object) -> Path:
 def test_a_model_is_read_with_its_defaults(tmp_path: Path) -> None:
     model = read_model(write_model(tmp_path, explained=[{"action": "A", "why": "because"}]))
     assert model.specification == "Spec" and model.constraints == ()
-    assert model.explained == (Explained("A", "", "because"),)
+    assert model.explained == (Explained(("A",), "", "because"),)
+
+
+def test_one_explanation_may_name_several_actions(tmp_path: Path) -> None:
+    model = read_model(write_model(tmp_path, explained=[
+        {"action": ["A", "B"], "contains": "x=1", "why": "one reason for both"}]))
+    (why,) = model.explained
+    assert why.covers("A", "x=1") and why.covers("B", "y=2, x=1")
+    assert not why.covers("C", "x=1") and not why.covers("A", "x=2")
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -104,6 +112,8 @@ def test_a_model_is_read_with_its_defaults(tmp_path: Path) -> None:
     ({"extra": 1}, "unknown keys"),
     ({"nodes": {}}, "nodes must name"),
     ({"explained": [{"action": "A"}]}, "why must be"),
+    ({"explained": [{"action": [], "why": "w"}]}, "action must be"),
+    ({"explained": [{"action": ["A", 3], "why": "w"}]}, "action must be"),
     ({"explained": [{"action": "A", "why": "w", "contains": 3}]}, "contains must be"),
     ({"model": {"module": "M", "constraints": "Bound"}}, "list of operator names"),
 ])
@@ -139,11 +149,14 @@ def test_what_the_spec_does_and_the_code_never_does_is_reported_unless_explained
     assert loose["RMRcvPrepare"].unexplained == ()
     assert len(loose["RMChooseToAbort"].unexplained) == 1
     assert beyond == 0 and unused == ()
-    why = Explained("RMChooseToAbort", '"prepared"', "a reason")
-    stale = Explained("RMRcvPrepare", "no such text", "old")
+    why = Explained(("RMChooseToAbort",), '"prepared"', "a reason")
+    stale = Explained(("RMRcvPrepare",), "no such text", "old")
     actions, _, unused = compare(spec, code, (why, stale))
     assert all(not a.unexplained for a in actions)
     assert unused == (stale,)
+    both = Explained(("RMChooseToAbort", "RMRcvPrepare"), '"prepared"', "a reason")
+    _, _, unused = compare(spec, code, (both,))
+    assert unused == (Explained(("RMRcvPrepare",), '"prepared"', "a reason"),)
 
 
 def test_a_label_tlc_gives_a_whole_quantifier_stands_for_the_actions_it_never_names() -> None:
