@@ -39,9 +39,14 @@ test: $(STAMP) $(CHROMIUM)
 test-quick: $(STAMP) $(CHROMIUM)
 	$(PYTEST) -m "not slow"
 
+# mypy follows imports by path, not through the editable install's import
+# hook, so it reads the code through a tree of links named as installed.
+TYPECHECK := build/typecheck/tlasim
 lint: $(STAMP)
 	$(BIN)/ruff check sim protocols faults tracing tests bench
-	$(BIN)/mypy
+	rm -rf $(TYPECHECK) && mkdir -p $(TYPECHECK)
+	for d in sim protocols faults tracing specs; do ln -s ../../../$$d $(TYPECHECK)/$$d; done
+	MYPYPATH=build/typecheck $(BIN)/mypy
 
 bench: $(STAMP) $(CHROMIUM)
 	$(BIN)/python -m bench
@@ -64,7 +69,7 @@ clean:
 JAVA_DIR := tracing/tla/java
 java:
 	rm -rf build/java && mkdir -p build/java/tlasim
-	javac --release 11 -nowarn -cp "$$($(BIN)/python -c 'from tracing.tla.tlc import find_tla2tools; print(find_tla2tools())')" \
+	javac --release 11 -nowarn -cp "$$($(BIN)/python -c 'from tlasim.tracing.tla.tlc import find_tla2tools; print(find_tla2tools())')" \
 	    -d build/java $$(find $(JAVA_DIR)/src -name '*.java' | LC_ALL=C sort)
-	$(BIN)/python -c 'from tracing.tla.tlc import java_source_digest; print(java_source_digest())' > build/java/tlasim/source.sha256
+	$(BIN)/python -c 'from tlasim.tracing.tla.tlc import java_source_digest; print(java_source_digest())' > build/java/tlasim/source.sha256
 	jar --create --date=2020-01-01T00:00:00Z --no-manifest --file $(JAVA_DIR)/tlasim-tlc.jar -C build/java .

@@ -16,7 +16,7 @@ from bench import (
     report,
     validation,
 )
-from sim.cli.support import out
+from tlasim.sim.cli.support import out
 
 # The standard campaign of each protocol: its default options, swarm faults.
 CAMPAIGNS = {

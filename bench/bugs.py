@@ -13,9 +13,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from protocols import get_protocol
-from sim.kernel.simulation import OUTCOME_OK
-from sim.run.runner import run_seed
+from tlasim.protocols import get_protocol
+from tlasim.sim.kernel.simulation import OUTCOME_OK
+from tlasim.sim.run.runner import run_seed
 
 
 @dataclass(frozen=True)

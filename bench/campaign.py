@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sim.campaign.sweep import run_campaign
-from sim.run.runner import run_seed
+from tlasim.sim.campaign.sweep import run_campaign
+from tlasim.sim.run.runner import run_seed
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def command(protocol: str, seeds: int) -> Rate:
     with tempfile.TemporaryDirectory(prefix="tlasim-bench-") as scratch:
         start = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "sim", "campaign", protocol, "--seeds", f"0:{seeds}",
+            [sys.executable, "-m", "tlasim.sim", "campaign", protocol, "--seeds", f"0:{seeds}",
              "--validate", "none", "--workers", "1", "--db", str(Path(scratch) / "r.db"),
              "--trace-dir", str(Path(scratch) / "traces")],
             check=True, capture_output=True,

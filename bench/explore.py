@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from protocols import get_protocol
-from sim.explore.search import SearchBounds, explore
-from sim.explore.system import FaultBounds
-from sim.kernel.rng import split
-from tracing.tla.speccheck import check_specs
+from tlasim.protocols import get_protocol
+from tlasim.sim.explore.search import SearchBounds, explore
+from tlasim.sim.explore.system import FaultBounds
+from tlasim.sim.kernel.rng import split
+from tlasim.tracing.tla.speccheck import check_specs
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def projection() -> Projection:
     same constants (twopc, RM = {r1, r2}, Tx = {t1}). TLC's check bounds the
     bag (MaxCopies 2, MaxInFlight 3) and counts up to symmetry; the
     explorer's bound is 1 crash, 1 loss, 1 duplicate and 9 moves."""
-    from sim.explore.differential import collect
+    from tlasim.sim.explore.differential import collect
 
     definition = get_protocol("twopc")
     config = definition.configure(

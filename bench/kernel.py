@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import simpy
 
-from faults.plan import NO_FAULTS_PLAN
-from sim.kernel.options import SimOptions
-from sim.run.runner import run_seed
+from tlasim.faults.plan import NO_FAULTS_PLAN
+from tlasim.sim.kernel.options import SimOptions
+from tlasim.sim.run.runner import run_seed
 
 
 @dataclass(frozen=True)

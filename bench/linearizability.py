@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from protocols.linearizability import (
+from tlasim.protocols.linearizability import (
     BRUTE_FORCE_MAX_OPS_PER_KEY,
     Kind,
     Op,

@@ -22,11 +22,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from faults.plan import NO_FAULTS_PLAN
-from sim.kernel.options import SimOptions
-from sim.live.supervisor import LiveOptions, Supervisor
-from sim.run.runner import run_seed
-from tracing.codec import TraceStep, read_trace
+from tlasim.faults.plan import NO_FAULTS_PLAN
+from tlasim.sim.kernel.options import SimOptions
+from tlasim.sim.live.supervisor import LiveOptions, Supervisor
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.codec import TraceStep, read_trace
 
 TICK_MS = 1.0
 PROTOCOLS = ("twopc", "shardsplit", "snapshot")

@@ -30,16 +30,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocols import get_protocol
-from sim.campaign.sweep import run_campaign
-from sim.run.runner import run_recorded, run_seed
-from tracing.tla.binary import trace_logs_of
-from tracing.tla.literal import to_tla
-from tracing.tla.speccheck import TraceSpec, load_trace_spec
-from tracing.tla.tlc import TLASIM_JAR, find_java, find_tla2tools, run_jar_class, run_tlc
-from tracing.tla.trace_module import trace_check, trace_data_loaded
-from tracing.validation.tlc_batch import BatchItem, CheckSession, check_batch, prepare_folder
-from tracing.validation.validator import BATCH_STEPS
+from tlasim.protocols import get_protocol
+from tlasim.sim.campaign.sweep import run_campaign
+from tlasim.sim.run.runner import run_recorded, run_seed
+from tlasim.tracing.tla.binary import trace_logs_of
+from tlasim.tracing.tla.literal import to_tla
+from tlasim.tracing.tla.speccheck import TraceSpec, load_trace_spec
+from tlasim.tracing.tla.tlc import TLASIM_JAR, find_java, find_tla2tools, run_jar_class, run_tlc
+from tlasim.tracing.tla.trace_module import trace_check, trace_data_loaded
+from tlasim.tracing.validation.tlc_batch import BatchItem, CheckSession, check_batch, prepare_folder
+from tlasim.tracing.validation.validator import BATCH_STEPS
 
 SEEDS = {"twopc": 600, "shardsplit": 300, "snapshot": 300}
 # Long enough that the fixed cost (TLC's start, its compiler's warm-up) is a
@@ -93,7 +93,7 @@ def _timed_campaign(protocol: str, seeds: int, validate: str) -> float:
 
 def _before(protocol: str, seeds: int) -> float:
     """--validate all as it was: every run logged, ten a TLC run, text modules."""
-    from tracing.validation.validator import validate_traces
+    from tlasim.tracing.validation.validator import validate_traces
 
     with tempfile.TemporaryDirectory(prefix="tlasim-bench-") as scratch:
         start = time.perf_counter()
@@ -198,7 +198,7 @@ def profile(protocol: str = "twopc", traces: int = 300) -> Profile:
     # The text modules, in batches of the size the validator used for them.
     text = 0.0
     with tempfile.TemporaryDirectory(prefix="tlasim-bench-") as scratch:
-        from tracing.codec import read_trace
+        from tlasim.tracing.codec import read_trace
 
         chunk: list[BatchItem] = []
         last = max(prepared)

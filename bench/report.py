@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.browser import chromium_page
-from sim.run.runner import run_seed
-from sim.view.html import run_page, write_page
-from sim.view.model import build_run_view
-from tracing.codec import Trace, read_trace, write_trace
+from tlasim.sim.run.runner import run_seed
+from tlasim.sim.view.html import run_page, write_page
+from tlasim.sim.view.model import build_run_view
+from tlasim.tracing.codec import Trace, read_trace, write_trace
 
 OPTIONS = {"ops_per_client": 800, "client_count": 3}
 SEED = 1

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.run.runner import run_seed
-from tracing.codec import Trace, TraceStep
-from tracing.tla import trace_module
-from tracing.validation.validator import validate_trace, validate_traces
-from tracing.values import Record
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.codec import Trace, TraceStep
+from tlasim.tracing.tla import trace_module
+from tlasim.tracing.validation.validator import validate_trace, validate_traces
+from tlasim.tracing.values import Record
 
 
 @dataclass(frozen=True)

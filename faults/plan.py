@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields, replace
 from typing import Any, Literal, TypeAlias
 
-from protocols.checked import load_json
-from protocols.errors import ConfigError, short_repr
+from tlasim.protocols.checked import load_json
+from tlasim.protocols.errors import ConfigError, short_repr
 
 WindowKind: TypeAlias = Literal["loss", "duplicate", "delay"]
 WINDOW_KINDS: tuple[WindowKind, ...] = ("loss", "duplicate", "delay")

@@ -40,8 +40,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeAlias, TypeVar
 
-from faults.plan import Crash, FaultPlan, Link, Partition, Window
-from protocols.errors import ConfigError
+from tlasim.faults.plan import Crash, FaultPlan, Link, Partition, Window
+from tlasim.protocols.errors import ConfigError
 
 Fault: TypeAlias = Crash | Window | Partition
 T = TypeVar("T")

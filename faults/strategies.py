@@ -1,6 +1,6 @@
 """Hypothesis strategies for fault plans and workloads, for users' own tests.
 
-    from faults.strategies import fault_plans
+    from tlasim.faults.strategies import fault_plans
 
     @given(plan=fault_plans(["tm", "r1", "r2"]))
     def test_commit_survives(plan): ...
@@ -53,8 +53,8 @@ from typing import Any, Literal, TypeAlias
 
 from hypothesis import strategies as st
 
-from faults.plan import WINDOW_KINDS, Crash, FaultPlan, Link, Partition, Window, WindowKind
-from protocols.errors import ConfigError
+from tlasim.faults.plan import WINDOW_KINDS, Crash, FaultPlan, Link, Partition, Window, WindowKind
+from tlasim.protocols.errors import ConfigError
 
 FaultKind: TypeAlias = Literal["crash", "loss", "duplicate", "delay", "partition"]
 FAULT_KINDS: tuple[FaultKind, ...] = ("crash", "loss", "duplicate", "delay", "partition")

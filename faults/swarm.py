@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from faults.plan import Crash, FaultPlan, Link, Partition, Window, WindowKind
+from tlasim.faults.plan import Crash, FaultPlan, Link, Partition, Window, WindowKind
 
 # Menus, so that "rare" and "often" both occur across seeds.
 _CRASH_COUNTS = (1, 3, 8)

@@ -16,8 +16,8 @@ import os
 import pkgutil
 from collections.abc import Iterator, Sequence
 
-from protocols.definition import ProtocolDefinition
-from protocols.errors import ConfigError
+from tlasim.protocols.definition import ProtocolDefinition
+from tlasim.protocols.errors import ConfigError
 
 __all__ = ["PROTOCOLS", "definition_modules", "find_definitions", "get_protocol"]
 

@@ -18,7 +18,7 @@ import json
 import math
 from typing import Any
 
-from protocols.errors import ConfigError, TlasimError, short_repr
+from tlasim.protocols.errors import ConfigError, TlasimError, short_repr
 
 __all__ = [
     "JSON_MAX_BYTES",

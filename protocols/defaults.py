@@ -38,12 +38,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from protocols.base import Core
-from protocols.definition import Oracle, ProtocolDefinition, build_options
-from protocols.errors import InternalError, ProtocolViolation
-from protocols.trace_template import find_template, read_action_names, shipped_spec_dirs
-from protocols.wire import Schema
-from protocols.zoo import BugVariant, check_bug
+from tlasim.protocols.base import Core
+from tlasim.protocols.definition import Oracle, ProtocolDefinition, build_options
+from tlasim.protocols.errors import InternalError, ProtocolViolation
+from tlasim.protocols.trace_template import find_template, read_action_names, shipped_spec_dirs
+from tlasim.protocols.wire import Schema
+from tlasim.protocols.zoo import BugVariant, check_bug
 
 __all__ = ["NoOptions", "OptionsBase", "ProtocolBase"]
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Protocol, TypeVar, cast
 
-from protocols.base import Core
-from protocols.errors import ConfigError
+from tlasim.protocols.base import Core
+from tlasim.protocols.errors import ConfigError
 
 T = TypeVar("T")
 

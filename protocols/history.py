@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from protocols.definition import StepInfo
-from protocols.errors import InvariantViolation
-from protocols.linearizability import Op, check_linearizable
+from tlasim.protocols.definition import StepInfo
+from tlasim.protocols.errors import InvariantViolation
+from tlasim.protocols.linearizability import Op, check_linearizable
 
 _INITIAL_CLIENT = "-"
 

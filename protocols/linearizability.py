@@ -77,7 +77,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from protocols.errors import ConfigError
+from tlasim.protocols.errors import ConfigError
 
 Kind = Literal["read", "write"]
 KINDS: frozenset[str] = frozenset({"read", "write"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from protocols.base import Effect, Trace
+from tlasim.protocols.base import Effect, Trace
 
 
 class StepList:

@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from protocols.errors import SpecError
+from tlasim.protocols.errors import SpecError
 
 __all__ = [
     "find_template",
@@ -57,7 +57,7 @@ _ACTION = re.compile(r"[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*")
 
 def shipped_spec_dirs() -> tuple[Path, ...]:
     """The folder of the specs shipped with tlasim (the `specs` package's data)."""
-    return (Path(str(importlib.resources.files("specs"))),)
+    return (Path(str(importlib.resources.files("tlasim.specs"))),)
 
 
 def find_template(spec_module: str, spec_dirs: Sequence[Path]) -> Path:

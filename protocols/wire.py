@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from protocols.errors import ProtocolViolation
-from protocols.frozen import FrozenRecord
+from tlasim.protocols.errors import ProtocolViolation
+from tlasim.protocols.frozen import FrozenRecord
 
 # Field kinds: a string, an integer, a write id [c, n], a map from strings to
 # write ids, a set of write ids, a map from strings to strings, a set of

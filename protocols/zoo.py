@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from protocols.errors import ConfigError
+from tlasim.protocols.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True)

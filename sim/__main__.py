@@ -1,5 +1,5 @@
-"""`python -m sim` is `tlasim`."""
+"""`python -m tlasim.sim` is `tlasim`."""
 
-from sim.cli.main import main
+from tlasim.sim.cli.main import main
 
 main()

@@ -1,8 +1,8 @@
 """The Python API for users' own tests.
 
     from hypothesis import given
-    from faults.strategies import fault_plans
-    from sim.api import nodes, run
+    from tlasim.faults.strategies import fault_plans
+    from tlasim.sim.api import nodes, run
 
     @given(plan=fault_plans(nodes("twopc")))
     def test_twopc_survives(plan):
@@ -31,14 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from faults.plan import FaultPlan
-from protocols import get_protocol
-from sim.kernel.options import SimOptions
-from sim.kernel.rng import split
-from sim.kernel.simulation import OUTCOME_OK, RunResult
-from sim.run.report import FailureReport, reproduce_command, trace_excerpt
-from sim.run.runner import replay_traced, run_seed
-from tracing.outputs import write_output
+from tlasim.faults.plan import FaultPlan
+from tlasim.protocols import get_protocol
+from tlasim.sim.kernel.options import SimOptions
+from tlasim.sim.kernel.rng import split
+from tlasim.sim.kernel.simulation import OUTCOME_OK, RunResult
+from tlasim.sim.run.report import FailureReport, reproduce_command, trace_excerpt
+from tlasim.sim.run.runner import replay_traced, run_seed
+from tlasim.tracing.outputs import write_output
 
 
 class RunFailed(AssertionError):

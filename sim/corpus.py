@@ -68,20 +68,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from protocols import get_protocol
-from protocols.definition import ProtocolDefinition
-from protocols.errors import ConfigError, InternalError
-from sim.kernel.options import SimOptions
-from sim.kernel.simulation import OUTCOME_SAFETY
-from sim.run.runner import TOOL_VERSION, run_seed
-from tracing.codec import Trace, TraceFormat, read_trace, write_trace
-from tracing.mutation.mutate import MUTATIONS, mutate, renumbered
-from tracing.mutation.partial import STRIPPINGS, strip
-from tracing.outputs import write_output
-from tracing.tla.speccheck import load_trace_spec
-from tracing.tla.tlc import find_java, find_tla2tools
-from tracing.validation.validator import Verdict, validate_traces
-from tracing.values import Record
+from tlasim.protocols import get_protocol
+from tlasim.protocols.definition import ProtocolDefinition
+from tlasim.protocols.errors import ConfigError, InternalError
+from tlasim.sim.kernel.options import SimOptions
+from tlasim.sim.kernel.simulation import OUTCOME_SAFETY
+from tlasim.sim.run.runner import TOOL_VERSION, run_seed
+from tlasim.tracing.codec import Trace, TraceFormat, read_trace, write_trace
+from tlasim.tracing.mutation.mutate import MUTATIONS, mutate, renumbered
+from tlasim.tracing.mutation.partial import STRIPPINGS, strip
+from tlasim.tracing.outputs import write_output
+from tlasim.tracing.tla.speccheck import load_trace_spec
+from tlasim.tracing.tla.tlc import find_java, find_tla2tools
+from tlasim.tracing.validation.validator import Verdict, validate_traces
+from tlasim.tracing.values import Record
 
 __all__ = [
     "BUG_VARIANT",

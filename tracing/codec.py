@@ -25,11 +25,11 @@ from typing import Any, BinaryIO, Literal
 
 import msgpack
 
-from protocols.checked import load_json
-from protocols.errors import ConfigError, InternalError, TraceFormatError
-from tracing.inputs import TRACE_MAX_BYTES, open_regular_file
-from tracing.outputs import open_output
-from tracing.values import (
+from tlasim.protocols.checked import load_json
+from tlasim.protocols.errors import ConfigError, InternalError, TraceFormatError
+from tlasim.tracing.inputs import TRACE_MAX_BYTES, open_regular_file
+from tlasim.tracing.outputs import open_output
+from tlasim.tracing.values import (
     INT_MAX,
     INT_MIN,
     MAX_DEPTH,

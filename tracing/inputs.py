@@ -14,7 +14,7 @@ import os
 import stat
 from typing import BinaryIO
 
-from protocols.errors import ConfigError, TlasimError
+from tlasim.protocols.errors import ConfigError, TlasimError
 
 __all__ = [
     "MAPPING_MAX_BYTES",

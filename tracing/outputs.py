@@ -30,8 +30,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import BinaryIO
 
-from protocols.errors import ConfigError, TlasimError
-from tracing.inputs import file_kind
+from tlasim.protocols.errors import ConfigError, TlasimError
+from tlasim.tracing.inputs import file_kind
 
 __all__ = ["is_stream", "open_output", "write_output"]
 

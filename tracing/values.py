@@ -45,8 +45,8 @@ from collections.abc import ItemsView, Iterable, Iterator, Mapping
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, NoReturn, Self, TypeVar
 
-from protocols.checked import VALUE_MAX_DEPTH
-from protocols.errors import InternalError, TraceFormatError, short_repr
+from tlasim.protocols.checked import VALUE_MAX_DEPTH
+from tlasim.protocols.errors import InternalError, TraceFormatError, short_repr
 
 __all__ = [
     "INT_MAX",

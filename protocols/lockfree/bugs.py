@@ -9,7 +9,7 @@ seed's. The traces of every run are checked against the correct algorithm
 
 from __future__ import annotations
 
-from protocols.zoo import BugVariant
+from tlasim.protocols.zoo import BugVariant
 
 LAST_NODE = "last_node"
 HALF_VISIBLE = "half_visible"

@@ -21,10 +21,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from protocols.defaults import OptionsBase
-from protocols.definition import check_option_values
-from protocols.errors import ConfigError
-from protocols.lockfree.memory import Reference, SharedMemory
+from tlasim.protocols.defaults import OptionsBase
+from tlasim.protocols.definition import check_option_values
+from tlasim.protocols.errors import ConfigError
+from tlasim.protocols.lockfree.memory import Reference, SharedMemory
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,10 +20,10 @@ from abc import abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from protocols.base import Core
-from protocols.defaults import ProtocolBase
-from protocols.lockfree.config import LockFreeConfig, LockFreeOptions, build_config
-from protocols.lockfree.thread import NULL, RUN, ThreadCore, spec_ptr
+from tlasim.protocols.base import Core
+from tlasim.protocols.defaults import ProtocolBase
+from tlasim.protocols.lockfree.config import LockFreeConfig, LockFreeOptions, build_config
+from tlasim.protocols.lockfree.thread import NULL, RUN, ThreadCore, spec_ptr
 
 PTR = "Nodes \\cup {None}"
 MISMATCH = "None \\cup [worker: Procs, check: STRING, answer: ANY, expected: Seq(Nodes)]"

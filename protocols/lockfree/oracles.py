@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from protocols.definition import StepInfo
-from protocols.errors import InvariantViolation
-from protocols.lockfree.thread import DONE, NULL
+from tlasim.protocols.definition import StepInfo
+from tlasim.protocols.errors import InvariantViolation
+from tlasim.protocols.lockfree.thread import DONE, NULL
 
 
 def _answer(answer: Any) -> str:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from protocols.base import (
+from tlasim.protocols.base import (
     CancelTimer,
     Effect,
     Input,
@@ -36,9 +36,9 @@ from protocols.base import (
     Timeout,
     Trace,
 )
-from protocols.errors import ProtocolViolation
-from protocols.lockfree.config import LockFreeConfig
-from protocols.lockfree.memory import TaggedPtr
+from tlasim.protocols.errors import ProtocolViolation
+from tlasim.protocols.lockfree.config import LockFreeConfig
+from tlasim.protocols.lockfree.memory import TaggedPtr
 
 RUN, DONE = "run", "Done"
 STEP = "step"  # the timer of every label step but a choice at `run`

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from protocols.zoo import BugVariant
+from tlasim.protocols.zoo import BugVariant
 
 FROZEN_ACCEPTS_WRITES = "frozen-accepts-writes"
 SWITCH_BEFORE_TRANSFER = "switch-before-transfer"

@@ -20,12 +20,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from protocols.base import CancelTimer, Effect, Input, Receive, Send, SetTimer, Start, Timeout
-from protocols.errors import ProtocolViolation
-from protocols.frozen import FrozenRecord
-from protocols.shardsplit.config import COORD_ID, ShardSplitConfig, write_id
-from protocols.shardsplit.messages import Message, message, request
-from protocols.steps import StepList
+from tlasim.protocols.base import (
+    CancelTimer,
+    Effect,
+    Input,
+    Receive,
+    Send,
+    SetTimer,
+    Start,
+    Timeout,
+)
+from tlasim.protocols.errors import ProtocolViolation
+from tlasim.protocols.frozen import FrozenRecord
+from tlasim.protocols.shardsplit.config import COORD_ID, ShardSplitConfig, write_id
+from tlasim.protocols.shardsplit.messages import Message, message, request
+from tlasim.protocols.steps import StepList
 
 IDLE = "idle"
 _NEXT_TIMER, _RETRY_TIMER = "next", "retry"

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from protocols.base import (
+from tlasim.protocols.base import (
     CancelTimer,
     Effect,
     Input,
@@ -35,12 +35,12 @@ from protocols.base import (
     Start,
     Timeout,
 )
-from protocols.errors import ProtocolViolation
-from protocols.frozen import FrozenRecord
-from protocols.shardsplit import bugs
-from protocols.shardsplit.config import COORD_ID, ShardSplitConfig, SplitPlan
-from protocols.shardsplit.messages import Message, message
-from protocols.steps import StepList
+from tlasim.protocols.errors import ProtocolViolation
+from tlasim.protocols.frozen import FrozenRecord
+from tlasim.protocols.shardsplit import bugs
+from tlasim.protocols.shardsplit.config import COORD_ID, ShardSplitConfig, SplitPlan
+from tlasim.protocols.shardsplit.messages import Message, message
+from tlasim.protocols.steps import StepList
 
 IDLE, FREEZING, RETIRING, ACTIVATING, DONE = "idle", "freezing", "retiring", "activating", "done"
 PHASE_TRANSITIONS: dict[str, frozenset[str]] = {

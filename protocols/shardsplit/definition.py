@@ -6,21 +6,21 @@ import random
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from protocols.base import Core
-from protocols.defaults import ProtocolBase
-from protocols.derived import Derived, DerivedEach, per_node
-from protocols.shardsplit import bugs
-from protocols.shardsplit.client import Client
-from protocols.shardsplit.config import (
+from tlasim.protocols.base import Core
+from tlasim.protocols.defaults import ProtocolBase
+from tlasim.protocols.derived import Derived, DerivedEach, per_node
+from tlasim.protocols.shardsplit import bugs
+from tlasim.protocols.shardsplit.client import Client
+from tlasim.protocols.shardsplit.config import (
     COORD_ID,
     ShardSplitConfig,
     ShardSplitOptions,
     build_config,
 )
-from protocols.shardsplit.coordinator import Coordinator
-from protocols.shardsplit.messages import SCHEMA
-from protocols.shardsplit.oracles import ShardSplitOracle
-from protocols.shardsplit.shard import Shard
+from tlasim.protocols.shardsplit.coordinator import Coordinator
+from tlasim.protocols.shardsplit.messages import SCHEMA
+from tlasim.protocols.shardsplit.oracles import ShardSplitOracle
+from tlasim.protocols.shardsplit.shard import Shard
 
 _VALUE = '[c: Clients \\cup {"-"}, n: Nat]'
 _SHARD_STATES = '{"absent", "splitting", "active", "frozen", "retired"}'

@@ -6,8 +6,8 @@ docs/shardsplit-model.md); `protocols/wire.py` checks and encodes them.
 
 from __future__ import annotations
 
-from protocols.frozen import FrozenRecord
-from protocols.wire import ID, ID_MAP, ID_SET, STR, STR_MAP, Schema
+from tlasim.protocols.frozen import FrozenRecord
+from tlasim.protocols.wire import ID, ID_MAP, ID_SET, STR, STR_MAP, Schema
 
 SCHEMA = Schema(
     "shard split",

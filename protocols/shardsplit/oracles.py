@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from protocols.definition import StepInfo
-from protocols.errors import InvariantViolation
-from protocols.history import ClientHistory, unfinished_clients, value_label
-from protocols.shardsplit.config import NO_VALUE, ShardSplitConfig
+from tlasim.protocols.definition import StepInfo
+from tlasim.protocols.errors import InvariantViolation
+from tlasim.protocols.history import ClientHistory, unfinished_clients, value_label
+from tlasim.protocols.shardsplit.config import NO_VALUE, ShardSplitConfig
 
 _SERVING = ("active", "frozen")
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from protocols.base import (
+from tlasim.protocols.base import (
     Effect,
     Input,
     Persist,
@@ -42,12 +42,12 @@ from protocols.base import (
     Start,
     Timeout,
 )
-from protocols.errors import ProtocolViolation
-from protocols.frozen import FrozenRecord
-from protocols.shardsplit import bugs
-from protocols.shardsplit.config import COORD_ID, NO_VALUE, ShardSplitConfig, write_id
-from protocols.shardsplit.messages import Message, message
-from protocols.steps import StepList
+from tlasim.protocols.errors import ProtocolViolation
+from tlasim.protocols.frozen import FrozenRecord
+from tlasim.protocols.shardsplit import bugs
+from tlasim.protocols.shardsplit.config import COORD_ID, NO_VALUE, ShardSplitConfig, write_id
+from tlasim.protocols.shardsplit.messages import Message, message
+from tlasim.protocols.steps import StepList
 
 ABSENT, SPLITTING, ACTIVE, FROZEN, RETIRED = "absent", "splitting", "active", "frozen", "retired"
 SHARD_TRANSITIONS: dict[str, frozenset[str]] = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from protocols.zoo import BugVariant
+from tlasim.protocols.zoo import BugVariant
 
 READ_BEFORE_CHUNK = "read-before-chunk"
 REPLAY_FROM_WRONG_POSITION = "replay-from-wrong-position"

@@ -16,12 +16,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from protocols.base import CancelTimer, Effect, Input, Receive, Send, SetTimer, Start, Timeout
-from protocols.errors import ProtocolViolation
-from protocols.frozen import FrozenRecord
-from protocols.snapshot.config import PUT, RECEIVER_ID, SOURCE_ID, SnapshotConfig, write_id
-from protocols.snapshot.messages import Message, message
-from protocols.steps import StepList
+from tlasim.protocols.base import (
+    CancelTimer,
+    Effect,
+    Input,
+    Receive,
+    Send,
+    SetTimer,
+    Start,
+    Timeout,
+)
+from tlasim.protocols.errors import ProtocolViolation
+from tlasim.protocols.frozen import FrozenRecord
+from tlasim.protocols.snapshot.config import PUT, RECEIVER_ID, SOURCE_ID, SnapshotConfig, write_id
+from tlasim.protocols.snapshot.messages import Message, message
+from tlasim.protocols.steps import StepList
 
 IDLE = "idle"
 _NEXT_TIMER, _RESEND_TIMER = "next", "resend"

@@ -10,10 +10,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from protocols.defaults import OptionsBase
-from protocols.definition import check_option_values
-from protocols.errors import ConfigError
-from protocols.frozen import FrozenRecord
+from tlasim.protocols.defaults import OptionsBase
+from tlasim.protocols.definition import check_option_values
+from tlasim.protocols.errors import ConfigError
+from tlasim.protocols.frozen import FrozenRecord
 
 SOURCE_ID, RECEIVER_ID = "src", "rcv"
 GET, PUT = "get", "put"

@@ -6,22 +6,22 @@ import random
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from protocols.base import Core
-from protocols.defaults import ProtocolBase
-from protocols.derived import Derived, DerivedEach, per_node
-from protocols.snapshot import bugs
-from protocols.snapshot.client import SnapshotClient
-from protocols.snapshot.config import (
+from tlasim.protocols.base import Core
+from tlasim.protocols.defaults import ProtocolBase
+from tlasim.protocols.derived import Derived, DerivedEach, per_node
+from tlasim.protocols.snapshot import bugs
+from tlasim.protocols.snapshot.client import SnapshotClient
+from tlasim.protocols.snapshot.config import (
     RECEIVER_ID,
     SOURCE_ID,
     SnapshotConfig,
     SnapshotOptions,
     build_config,
 )
-from protocols.snapshot.messages import SCHEMA
-from protocols.snapshot.oracles import SnapshotOracle
-from protocols.snapshot.receiver import Receiver
-from protocols.snapshot.source import Source
+from tlasim.protocols.snapshot.messages import SCHEMA
+from tlasim.protocols.snapshot.oracles import SnapshotOracle
+from tlasim.protocols.snapshot.receiver import Receiver
+from tlasim.protocols.snapshot.source import Source
 
 _VALUE = '[c: Clients \\cup {"-"}, n: Nat]'
 _WRITE = f"[key: Keys, val: {_VALUE}]"

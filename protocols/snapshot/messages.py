@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from protocols.frozen import FrozenRecord
-from protocols.wire import ID, ID_MAP, INT, STR, STR_SET, WRITES, Schema
+from tlasim.protocols.frozen import FrozenRecord
+from tlasim.protocols.wire import ID, ID_MAP, INT, STR, STR_SET, WRITES, Schema
 
 SCHEMA = Schema(
     "snapshot transfer",

@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from protocols.definition import StepInfo
-from protocols.errors import InvariantViolation
-from protocols.history import ClientHistory, unfinished_clients, value_label
-from protocols.snapshot.config import NO_POSITION, NO_VALUE, SnapshotConfig
+from tlasim.protocols.definition import StepInfo
+from tlasim.protocols.errors import InvariantViolation
+from tlasim.protocols.history import ClientHistory, unfinished_clients, value_label
+from tlasim.protocols.snapshot.config import NO_POSITION, NO_VALUE, SnapshotConfig
 
 
 def kv_at(keys: Sequence[str], log: Sequence[Mapping[str, Any]], position: int) -> dict[str, Any]:

@@ -34,11 +34,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from protocols.base import Effect, Input, Persist, Receive, Recover, Send, SetTimer, Start, Timeout
-from protocols.errors import ProtocolViolation
-from protocols.frozen import FrozenRecord
-from protocols.snapshot import bugs
-from protocols.snapshot.config import (
+from tlasim.protocols.base import (
+    Effect,
+    Input,
+    Persist,
+    Receive,
+    Recover,
+    Send,
+    SetTimer,
+    Start,
+    Timeout,
+)
+from tlasim.protocols.errors import ProtocolViolation
+from tlasim.protocols.frozen import FrozenRecord
+from tlasim.protocols.snapshot import bugs
+from tlasim.protocols.snapshot.config import (
     NO_POSITION,
     NO_VALUE,
     RECEIVER_ID,
@@ -46,8 +56,8 @@ from protocols.snapshot.config import (
     SnapshotConfig,
     write_id,
 )
-from protocols.snapshot.messages import Message, message
-from protocols.steps import StepList
+from tlasim.protocols.snapshot.messages import Message, message
+from tlasim.protocols.steps import StepList
 
 EMPTY, RECEIVING, REPLAYING, READY = "empty", "receiving", "replaying", "ready"
 RECEIVER_TRANSITIONS: dict[str, frozenset[str]] = {

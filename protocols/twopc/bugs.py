@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from protocols.zoo import BugVariant
+from tlasim.protocols.zoo import BugVariant
 
 COMMIT_BEFORE_DURABLE = "commit-before-durable"
 ABORT_AFTER_PREPARE = "abort-after-prepare"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from protocols.defaults import OptionsBase
-from protocols.errors import ConfigError
+from tlasim.protocols.defaults import OptionsBase
+from tlasim.protocols.errors import ConfigError
 
 VOTE_YES = "yes"
 VOTE_NO = "no"

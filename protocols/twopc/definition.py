@@ -6,15 +6,15 @@ import random
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from protocols.base import Core
-from protocols.defaults import ProtocolBase
-from protocols.derived import Derived, DerivedEach, per_node
-from protocols.twopc import bugs
-from protocols.twopc.config import TwoPCConfig, TwoPCOptions, TxPlan, draw_workload, rm_ids
-from protocols.twopc.messages import Message, from_wire, to_wire
-from protocols.twopc.oracles import TwoPCOracle
-from protocols.twopc.rm import ResourceManager
-from protocols.twopc.tm import TM_ID, TransactionManager
+from tlasim.protocols.base import Core
+from tlasim.protocols.defaults import ProtocolBase
+from tlasim.protocols.derived import Derived, DerivedEach, per_node
+from tlasim.protocols.twopc import bugs
+from tlasim.protocols.twopc.config import TwoPCConfig, TwoPCOptions, TxPlan, draw_workload, rm_ids
+from tlasim.protocols.twopc.messages import Message, from_wire, to_wire
+from tlasim.protocols.twopc.oracles import TwoPCOracle
+from tlasim.protocols.twopc.rm import ResourceManager
+from tlasim.protocols.twopc.tm import TM_ID, TransactionManager
 
 _TM_STATES = '{"init", "preparing", "committed", "aborted"}'
 _RM_STATES = '{"working", "prepared", "committed", "aborted"}'

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from protocols.errors import ProtocolViolation
+from tlasim.protocols.errors import ProtocolViolation
 
 
 @dataclass(frozen=True, slots=True)

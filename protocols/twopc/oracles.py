@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from protocols.definition import StepInfo
-from protocols.errors import InvariantViolation
+from tlasim.protocols.definition import StepInfo
+from tlasim.protocols.errors import InvariantViolation
 
 DECIDED = ("committed", "aborted")
 

@@ -24,7 +24,7 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-from protocols.base import (
+from tlasim.protocols.base import (
     CancelTimer,
     Effect,
     Input,
@@ -36,12 +36,12 @@ from protocols.base import (
     Start,
     Timeout,
 )
-from protocols.errors import ProtocolViolation
-from protocols.steps import StepList
-from protocols.twopc import bugs
-from protocols.twopc.config import VOTE_YES, TwoPCConfig
-from protocols.twopc.messages import Abort, Aborted, Commit, Prepare, Prepared
-from protocols.twopc.tm import TM_ID
+from tlasim.protocols.errors import ProtocolViolation
+from tlasim.protocols.steps import StepList
+from tlasim.protocols.twopc import bugs
+from tlasim.protocols.twopc.config import VOTE_YES, TwoPCConfig
+from tlasim.protocols.twopc.messages import Abort, Aborted, Commit, Prepare, Prepared
+from tlasim.protocols.twopc.tm import TM_ID
 
 
 class RMTx(enum.Enum):

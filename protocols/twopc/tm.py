@@ -23,7 +23,7 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-from protocols.base import (
+from tlasim.protocols.base import (
     CancelTimer,
     Effect,
     Input,
@@ -35,11 +35,11 @@ from protocols.base import (
     Start,
     Timeout,
 )
-from protocols.errors import ProtocolViolation
-from protocols.steps import StepList
-from protocols.twopc import bugs
-from protocols.twopc.config import TwoPCConfig
-from protocols.twopc.messages import Abort, Aborted, Commit, Prepare, Prepared
+from tlasim.protocols.errors import ProtocolViolation
+from tlasim.protocols.steps import StepList
+from tlasim.protocols.twopc import bugs
+from tlasim.protocols.twopc.config import TwoPCConfig
+from tlasim.protocols.twopc.messages import Abort, Aborted, Commit, Prepare, Prepared
 
 TM_ID = "tm"
 

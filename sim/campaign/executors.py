@@ -14,7 +14,7 @@ installed on every worker, at the same version. A worker writes kept traces
 to `trace_dir` on its own machine. A LocalCluster starts its workers with
 multiprocessing's spawn, which re-imports the caller's main module: a script
 that runs a campaign on Dask needs the `if __name__ == "__main__":` guard
-(the `tlasim` command and `python -m sim` are safe as they are).
+(the `tlasim` command and `python -m tlasim.sim` are safe as they are).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from itertools import islice
 from types import TracebackType
 from typing import Any, TypeVar
 
-from protocols.errors import ConfigError
+from tlasim.protocols.errors import ConfigError
 
 T = TypeVar("T")
 R = TypeVar("R")

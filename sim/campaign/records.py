@@ -14,8 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from protocols.errors import ConfigError
-from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
+from tlasim.protocols.errors import ConfigError
+from tlasim.sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
 
 SCHEMA_VERSION = 2  # the `user_version` of a results database this tlasim writes
 SEED_MAX = 2**63 - 1  # SQLite's largest INTEGER: a seed the database can hold

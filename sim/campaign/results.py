@@ -53,8 +53,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from protocols.errors import ConfigError, InternalError
-from sim.campaign.records import (
+from tlasim.protocols.errors import ConfigError, InternalError
+from tlasim.sim.campaign.records import (
     CAMPAIGN_ROW,
     FAILED,
     RUN_COLUMNS,
@@ -78,7 +78,7 @@ from sim.campaign.records import (
     seal_of,
     shown,
 )
-from tracing.inputs import check_regular_file, open_regular_file
+from tlasim.tracing.inputs import check_regular_file, open_regular_file
 
 __all__ = [
     "APPLICATION_ID",

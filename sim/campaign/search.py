@@ -25,13 +25,13 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
-from faults.plan import FaultPlan
-from faults.strategies import fault_plans, workloads
-from protocols import get_protocol
-from protocols.errors import ConfigError
-from sim.api import Outcome, crash_nodes, nodes, run
-from sim.campaign.shrinking import shrink_failure
-from sim.kernel.simulation import OUTCOME_OK
+from tlasim.faults.plan import FaultPlan
+from tlasim.faults.strategies import fault_plans, workloads
+from tlasim.protocols import get_protocol
+from tlasim.protocols.errors import ConfigError
+from tlasim.sim.api import Outcome, crash_nodes, nodes, run
+from tlasim.sim.campaign.shrinking import shrink_failure
+from tlasim.sim.kernel.simulation import OUTCOME_OK
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from faults.plan import FaultPlan
-from faults.shrink import ShrinkResult, shrink_plan
-from protocols.errors import ConfigError
-from sim.api import Outcome, nodes, run
-from sim.kernel.simulation import OUTCOME_OK
+from tlasim.faults.plan import FaultPlan
+from tlasim.faults.shrink import ShrinkResult, shrink_plan
+from tlasim.protocols.errors import ConfigError
+from tlasim.sim.api import Outcome, nodes, run
+from tlasim.sim.kernel.simulation import OUTCOME_OK
 
 
 def broken_property(outcome: Outcome) -> str | None:

@@ -22,22 +22,22 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from faults.plan import FaultPlan
-from protocols import get_protocol
-from protocols.checked import load_json
-from protocols.errors import ConfigError, InternalError
-from sim.campaign.executors import make_executor
-from sim.campaign.records import ValidateMode, parse_validate_mode
-from sim.campaign.results import SEED_MAX, VALIDATE_MODES, Campaign, ResultsDB, SeedOutcome
-from sim.drift.revision import source_revision
-from sim.kernel.options import NetworkOptions, SimOptions
-from sim.kernel.simulation import OUTCOME_OK
-from sim.run.runner import replay_traced, run_recorded, run_seed
-from tracing.outputs import open_output
-from tracing.tla.binary import PreparedTrace
+from tlasim.faults.plan import FaultPlan
+from tlasim.protocols import get_protocol
+from tlasim.protocols.checked import load_json
+from tlasim.protocols.errors import ConfigError, InternalError
+from tlasim.sim.campaign.executors import make_executor
+from tlasim.sim.campaign.records import ValidateMode, parse_validate_mode
+from tlasim.sim.campaign.results import SEED_MAX, VALIDATE_MODES, Campaign, ResultsDB, SeedOutcome
+from tlasim.sim.drift.revision import source_revision
+from tlasim.sim.kernel.options import NetworkOptions, SimOptions
+from tlasim.sim.kernel.simulation import OUTCOME_OK
+from tlasim.sim.run.runner import replay_traced, run_recorded, run_seed
+from tlasim.tracing.outputs import open_output
+from tlasim.tracing.tla.binary import PreparedTrace
 
 if TYPE_CHECKING:
-    from tracing.validation.tlc_batch import CheckSession
+    from tlasim.tracing.validation.tlc_batch import CheckSession
 
 __all__ = [
     "VALIDATE_MODES",
@@ -185,7 +185,7 @@ def _validate_failures(mode: ValidateMode, runs: list[tuple[int, Path, Any]]) ->
     if not wanted:
         return {}
     # Imported here so a worker that never validates never loads the validator.
-    from tracing.validation.validator import validate_traces
+    from tlasim.tracing.validation.validator import validate_traces
 
     verdicts = validate_traces([path for _, path in wanted], explain=False)
     return {seed: verdict for (seed, _), verdict in zip(wanted, verdicts, strict=True)}
@@ -205,7 +205,7 @@ def recheck_from_logs(
     rejection's line) are the validator's own. A log is written by replaying
     the run; a rejected one is kept in `trace_dir`.
     """
-    from tracing.validation.validator import validate_traces
+    from tlasim.tracing.validation.validator import validate_traces
 
     suffix = (options or SimOptions()).trace_format
     overrides = dict(protocol_overrides or {})
@@ -587,7 +587,7 @@ def _session(mode: ValidateMode, workers: int, runs: int) -> Iterator[CheckSessi
     if mode.kind not in ("all", "sample"):
         yield None
         return
-    from tracing.validation.tlc_batch import CheckSession
+    from tlasim.tracing.validation.tlc_batch import CheckSession
 
     # A TLC stream explores with one thread, about as fast as two workers
     # simulate and record (twopc: 9 ms of TLC per seed against 10 of a

@@ -19,20 +19,20 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from protocols import get_protocol
-from protocols.errors import ConfigError
-from sim import exitcodes
-from sim.campaign.records import parse_validate_mode
-from sim.campaign.results import Campaign, ResultsDB, ShrunkRun
-from sim.campaign.shrinking import shrink_failure
-from sim.campaign.sweep import (
+from tlasim.protocols import get_protocol
+from tlasim.protocols.errors import ConfigError
+from tlasim.sim import exitcodes
+from tlasim.sim.campaign.records import parse_validate_mode
+from tlasim.sim.campaign.results import Campaign, ResultsDB, ShrunkRun
+from tlasim.sim.campaign.shrinking import shrink_failure
+from tlasim.sim.campaign.sweep import (
     SeedOutcome,
     parse_seed_range,
     plan_json,
     run_campaign,
 )
-from sim.cli.repro import repro_command
-from sim.cli.support import (
+from tlasim.sim.cli.repro import repro_command
+from tlasim.sim.cli.support import (
     bounded_int,
     check_bug,
     err,
@@ -45,9 +45,9 @@ from sim.cli.support import (
     protocol_argument,
     refuse_overwrite,
 )
-from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
-from sim.run.report import reproduce_command
-from tracing.printable import printable
+from tlasim.sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
+from tlasim.sim.run.report import reproduce_command
+from tlasim.tracing.printable import printable
 
 LISTED_FAILURES_MAX = 10  # failures listed one line each, after the full reports
 
@@ -269,8 +269,8 @@ def campaign(
         campaign_id=campaign_id, db=db_path, report_path=report_path,
     )
     if report_path is not None and db_path is not None:
-        from sim.view.campaign import database_page, summarize
-        from sim.view.html import write_page
+        from tlasim.sim.view.campaign import database_page, summarize
+        from tlasim.sim.view.html import write_page
 
         write_page(report_path, database_page(summarize(db_path)))
         out.print(f"report={printable(report_path.resolve())}", markup=False)
@@ -292,7 +292,7 @@ def campaign(
 @guarded
 def search(protocol: str, bug: str | None, examples: int, search_seed: int) -> None:
     """Let hypothesis draw seeds, workloads and fault plans; shrink what fails."""
-    from sim.campaign.search import search as run_search
+    from tlasim.sim.campaign.search import search as run_search
 
     check_bug(protocol, bug)
     out.print(

@@ -11,11 +11,11 @@ from typing import Any
 import click
 from rich.table import Table
 
-from protocols import PROTOCOLS, get_protocol
-from sim import exitcodes
-from sim.cli.support import bounded_int, err, exit_code_help, finite_float, guarded, out
-from sim.conformance import defaults
-from tracing.printable import printable
+from tlasim.protocols import PROTOCOLS, get_protocol
+from tlasim.sim import exitcodes
+from tlasim.sim.cli.support import bounded_int, err, exit_code_help, finite_float, guarded, out
+from tlasim.sim.conformance import defaults
+from tlasim.tracing.printable import printable
 
 
 @click.command("conformance", epilog=exit_code_help())
@@ -76,8 +76,8 @@ def conformance_command(
     the spec is looser than the code. Each must be explained in the model
     or the spec tightened. See docs/conformance.md.
     """
-    from sim.conformance.check import conformance, has_model
-    from sim.explore.system import FaultBounds
+    from tlasim.sim.conformance.check import conformance, has_model
+    from tlasim.sim.explore.system import FaultBounds
 
     faults = FaultBounds(crashes=crashes, losses=losses, duplicates=dups,
                          idle_crashes=idle_crashes)
@@ -99,7 +99,7 @@ def conformance_command(
         _print(result, show_count, list_explained)
         results.append(result)
     if json_out is not None:
-        from tracing.outputs import write_output
+        from tlasim.tracing.outputs import write_output
 
         write_output(json_out, "--json",
                      (json.dumps([_as_json(r) for r in results], indent=1) + "\n").encode())

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from sim.cli.support import (
+from tlasim.sim.cli.support import (
     bounded_int,
     err,
     exit_code_help,
@@ -22,9 +22,9 @@ from sim.cli.support import (
     parse_assignments,
     protocol_argument,
 )
-from sim.corpus import MANIFEST_NAME, CorpusOptions, build_corpus
-from tracing.codec import TraceFormat
-from tracing.printable import printable
+from tlasim.sim.corpus import MANIFEST_NAME, CorpusOptions, build_corpus
+from tlasim.tracing.codec import TraceFormat
+from tlasim.tracing.printable import printable
 
 
 @click.command(epilog=exit_code_help())

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
-from protocols import PROTOCOLS, get_protocol
-from sim import exitcodes
-from sim.cli.support import exit_code_help, guarded, out
-from tracing.printable import printable
+from tlasim.protocols import PROTOCOLS, get_protocol
+from tlasim.sim import exitcodes
+from tlasim.sim.cli.support import exit_code_help, guarded, out
+from tlasim.tracing.printable import printable
 
 
 @click.command("drift", epilog=exit_code_help())
@@ -33,8 +33,8 @@ def drift(protocols: tuple[str, ...], update: bool, spec_dirs: tuple[Path, ...])
     """
     # Imported here, as `validate` imports the validator: `tlasim` starts
     # faster, and a process that never checks drift never loads the checks.
-    from sim.drift.check import check_drift
-    from sim.drift.modelled import read_record, record_path, update_record
+    from tlasim.sim.drift.check import check_drift
+    from tlasim.sim.drift.modelled import read_record, record_path, update_record
 
     definitions = [get_protocol(p) for p in protocols or sorted(PROTOCOLS)]
     dirs = list(spec_dirs) or None

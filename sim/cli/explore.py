@@ -11,9 +11,9 @@ import click
 from rich.progress import Progress as ProgressBar
 from rich.progress import TextColumn, TimeElapsedColumn
 
-from protocols import get_protocol
-from sim import exitcodes
-from sim.cli.support import (
+from tlasim.protocols import get_protocol
+from tlasim.sim import exitcodes
+from tlasim.sim.cli.support import (
     bounded_int,
     check_bug,
     err,
@@ -24,9 +24,9 @@ from sim.cli.support import (
     parse_assignments,
     protocol_argument,
 )
-from sim.explore.differential import ProjectedSteps, check, collect
-from sim.explore.schedule import Schedule, replay
-from sim.explore.search import (
+from tlasim.sim.explore.differential import ProjectedSteps, check, collect
+from tlasim.sim.explore.schedule import Schedule, replay
+from tlasim.sim.explore.search import (
     BFS,
     DFS,
     FOUND_ERROR,
@@ -37,11 +37,11 @@ from sim.explore.search import (
     SearchBounds,
     explore,
 )
-from sim.explore.system import FaultBounds
-from sim.kernel.rng import split
-from sim.run.runner import TOOL_VERSION
-from tracing.outputs import open_output
-from tracing.printable import printable
+from tlasim.sim.explore.system import FaultBounds
+from tlasim.sim.kernel.rng import split
+from tlasim.sim.run.runner import TOOL_VERSION
+from tlasim.tracing.outputs import open_output
+from tlasim.tracing.printable import printable
 
 DEFAULT_OUT = Path(".tlasim/explore")
 T = TypeVar("T")
@@ -209,7 +209,7 @@ def explore_command(
         )
         sys.exit(exitcodes.INTERNAL)
     if validate:
-        from tracing.validation.validator import validate_trace
+        from tlasim.tracing.validation.validator import validate_trace
 
         verdict = validate_trace(trace_path)
         out.print(verdict.report(), markup=False)

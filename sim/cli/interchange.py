@@ -14,12 +14,12 @@ from pathlib import Path
 
 import click
 
-from sim.cli.support import exit_code_help, guarded, refuse_overwrite
-from tracing.codec import read_trace
-from tracing.inputs import check_regular_file
-from tracing.interchange.foreign import load_foreign_trace
-from tracing.interchange.itf import write_itf
-from tracing.outputs import write_output
+from tlasim.sim.cli.support import exit_code_help, guarded, refuse_overwrite
+from tlasim.tracing.codec import read_trace
+from tlasim.tracing.inputs import check_regular_file
+from tlasim.tracing.interchange.foreign import load_foreign_trace
+from tlasim.tracing.interchange.itf import write_itf
+from tlasim.tracing.outputs import write_output
 
 
 @click.command("export", epilog=exit_code_help())

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from protocols.errors import ConfigError
-from sim import exitcodes
-from sim.cli.support import (
+from tlasim.protocols.errors import ConfigError
+from tlasim.sim import exitcodes
+from tlasim.sim.cli.support import (
     bounded_int,
     check_bug,
     exit_code_help,
@@ -22,9 +22,9 @@ from sim.cli.support import (
     protocol_argument,
     refuse_overwrite,
 )
-from sim.live.supervisor import LiveOptions, LiveResult, Supervisor
-from tracing.codec import TraceFormat
-from tracing.printable import printable
+from tlasim.sim.live.supervisor import LiveOptions, LiveResult, Supervisor
+from tlasim.tracing.codec import TraceFormat
+from tlasim.tracing.printable import printable
 
 
 @click.command("live", epilog=exit_code_help())
@@ -93,14 +93,14 @@ def live_command(
     code = report(result)
     verdict = None
     if not no_validate:
-        from tracing.validation.validator import validate_trace
+        from tlasim.tracing.validation.validator import validate_trace
 
         verdict = validate_trace(result.trace_path)
         out.print(verdict.report(), markup=False)
         if not verdict.accepted and code == exitcodes.OK:
             code = exitcodes.TRACE_REJECTED
     if report_path is not None:
-        from sim.cli.show import write_run_report
+        from tlasim.sim.cli.show import write_run_report
 
         write_run_report(result.trace_path, report_path, verdict)
     if code != exitcodes.OK:

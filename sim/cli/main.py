@@ -14,19 +14,19 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from protocols import get_protocol
-from protocols.errors import ConfigError
-from sim import exitcodes
-from sim.cli.campaign import campaign, search, shrink
-from sim.cli.conformance import conformance_command
-from sim.cli.corpus import corpus
-from sim.cli.drift import drift
-from sim.cli.explore import explore_command
-from sim.cli.interchange import export
-from sim.cli.live import live_command
-from sim.cli.repro import failures, repro
-from sim.cli.show import report, show
-from sim.cli.support import (
+from tlasim.protocols import get_protocol
+from tlasim.protocols.errors import ConfigError
+from tlasim.sim import exitcodes
+from tlasim.sim.cli.campaign import campaign, search, shrink
+from tlasim.sim.cli.conformance import conformance_command
+from tlasim.sim.cli.corpus import corpus
+from tlasim.sim.cli.drift import drift
+from tlasim.sim.cli.explore import explore_command
+from tlasim.sim.cli.interchange import export
+from tlasim.sim.cli.live import live_command
+from tlasim.sim.cli.repro import failures, repro
+from tlasim.sim.cli.show import report, show
+from tlasim.sim.cli.support import (
     bounded_int,
     check_bug,
     exit_code_help,
@@ -39,15 +39,15 @@ from sim.cli.support import (
     protocol_argument,
     refuse_overwrite,
 )
-from sim.cli.validate import validate
-from sim.explore.schedule import OUTCOME_ERROR, Schedule, replay
-from sim.kernel.options import SimOptions
-from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
-from sim.run.report import reproduce_command
-from sim.run.runner import TOOL_VERSION, run_seed
-from tracing.codec import TraceFormat
-from tracing.outputs import is_stream, open_output, write_output
-from tracing.printable import printable
+from tlasim.sim.cli.validate import validate
+from tlasim.sim.explore.schedule import OUTCOME_ERROR, Schedule, replay
+from tlasim.sim.kernel.options import SimOptions
+from tlasim.sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
+from tlasim.sim.run.report import reproduce_command
+from tlasim.sim.run.runner import TOOL_VERSION, run_seed
+from tlasim.tracing.codec import TraceFormat
+from tlasim.tracing.outputs import is_stream, open_output, write_output
+from tlasim.tracing.printable import printable
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -213,14 +213,14 @@ def _report_end(
     }[outcome]
     verdict = None
     if validate and trace is not None:
-        from tracing.validation.validator import validate_trace
+        from tlasim.tracing.validation.validator import validate_trace
 
         verdict = validate_trace(trace)
         out.print(verdict.report(), markup=False)
         if not verdict.accepted and code == exitcodes.OK:
             code = exitcodes.TRACE_REJECTED
     if report_path is not None and trace is not None:
-        from sim.cli.show import write_run_report
+        from tlasim.sim.cli.show import write_run_report
 
         write_run_report(trace, report_path, verdict)
     return code
@@ -289,7 +289,7 @@ def bugs(protocol: str) -> None:
 @guarded
 def check_specs(names: tuple[str, ...], manifest: Path | None, jobs: int) -> None:
     """Run TLC on every config in specs/manifest.json and compare with the expected result."""
-    from tracing.tla.speccheck import check_specs as run_checks
+    from tlasim.tracing.tla.speccheck import check_specs as run_checks
 
     table = Table(title="TLC spec checks")
     for column in ("check", "expected", "actual", "distinct states", "seconds", "verdict"):

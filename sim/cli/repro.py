@@ -22,13 +22,13 @@ from typing import Any
 
 import click
 
-from faults.plan import FaultPlan
-from protocols.checked import load_json
-from protocols.errors import ConfigError, InternalError
-from sim import exitcodes
-from sim.campaign.results import Campaign, ResultsDB, RunRecord
-from sim.campaign.sweep import campaign_options_json, identity_changes, stored_run_options
-from sim.cli.support import (
+from tlasim.faults.plan import FaultPlan
+from tlasim.protocols.checked import load_json
+from tlasim.protocols.errors import ConfigError, InternalError
+from tlasim.sim import exitcodes
+from tlasim.sim.campaign.results import Campaign, ResultsDB, RunRecord
+from tlasim.sim.campaign.sweep import campaign_options_json, identity_changes, stored_run_options
+from tlasim.sim.cli.support import (
     bounded_int,
     err,
     exit_code_help,
@@ -37,9 +37,9 @@ from sim.cli.support import (
     out,
     refuse_overwrite,
 )
-from sim.kernel.simulation import OUTCOME_OK
-from sim.run.runner import run_seed
-from tracing.printable import printable
+from tlasim.sim.kernel.simulation import OUTCOME_OK
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.printable import printable
 
 LISTED_FAILURES_MAX = 10  # failure ids named in one message
 
@@ -113,7 +113,7 @@ def repro(db_path: Path, failure_id: str, trace_path: Path | None, original: boo
     exit_for(result.outcome)
     if record.campaign.validate != "none" and recorded.validation == "rejected":
         # The recorded failure is TLC's verdict, so the replay must be checked too.
-        from tracing.validation.validator import validate_trace
+        from tlasim.tracing.validation.validator import validate_trace
 
         with tempfile.TemporaryDirectory(prefix="tlasim-repro-") as scratch:
             path = Path(scratch) / "replayed.ndjson"

@@ -9,12 +9,12 @@ from typing import Any
 
 import click
 
-from protocols.errors import ConfigError
-from sim.cli.support import bounded_int, exit_code_help, guarded, out, refuse_overwrite
-from sim.view.model import RunView, build_run_view, mark_tlc
-from tracing.codec import read_trace
-from tracing.inputs import open_regular_file
-from tracing.printable import printable
+from tlasim.protocols.errors import ConfigError
+from tlasim.sim.cli.support import bounded_int, exit_code_help, guarded, out, refuse_overwrite
+from tlasim.sim.view.model import RunView, build_run_view, mark_tlc
+from tlasim.tracing.codec import read_trace
+from tlasim.tracing.inputs import open_regular_file
+from tlasim.tracing.printable import printable
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -31,7 +31,7 @@ def load_run(trace_path: Path, run_tlc: bool) -> RunView:
         view.notes.append("TLC was not run: the trace has no header naming its spec "
                           "(tlasim validate --spec NAME checks it)")
     elif run_tlc:
-        from tracing.validation.validator import validate_trace
+        from tlasim.tracing.validation.validator import validate_trace
 
         mark_tlc(view, trace, validate_trace(trace))
     return view
@@ -40,7 +40,7 @@ def load_run(trace_path: Path, run_tlc: bool) -> RunView:
 def write_run_report(trace_path: Path, output: Path, verdict: Any = None) -> None:
     """Write a run's HTML report, with TLC's `verdict` when the caller has one
     (a command that has just validated the trace does not run TLC again)."""
-    from sim.view.html import run_page, write_page
+    from tlasim.sim.view.html import run_page, write_page
 
     trace = read_trace(trace_path)
     view = build_run_view(trace)
@@ -86,7 +86,7 @@ def show(
             + ", ".join(view.lanes)
         )
     fields = {name: value for name, value in (("tx", tx), ("key", key)) if value is not None}
-    from sim.view.terminal import print_view
+    from tlasim.sim.view.terminal import print_view
 
     print_view(out, view, node=node, fields=fields, first=first, last=last)
 
@@ -111,11 +111,11 @@ def report(input_path: Path, output: Path, run_tlc: bool) -> None:
     fault plan with the faults that fired. For a database: its campaigns,
     failures grouped by property, and the fault kinds shrinking kept.
     """
-    from sim.view.html import run_page, write_page
+    from tlasim.sim.view.html import run_page, write_page
 
     refuse_overwrite({"-o": output}, {"TRACE|DB": input_path})
     if _is_database(input_path):
-        from sim.view.campaign import database_page, summarize
+        from tlasim.sim.view.campaign import database_page, summarize
 
         page = database_page(summarize(input_path))
     else:

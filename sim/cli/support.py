@@ -18,10 +18,10 @@ from typing import Any, NoReturn, TypeVar
 import click
 from rich.console import Console
 
-from faults.plan import NO_FAULTS_PLAN, FaultPlan
-from protocols import PROTOCOLS, get_protocol, zoo
-from protocols.checked import checked_finite, checked_int, clip, load_json
-from protocols.errors import (
+from tlasim.faults.plan import NO_FAULTS_PLAN, FaultPlan
+from tlasim.protocols import PROTOCOLS, get_protocol, zoo
+from tlasim.protocols.checked import checked_finite, checked_int, clip, load_json
+from tlasim.protocols.errors import (
     ConfigError,
     InternalError,
     SpecError,
@@ -30,11 +30,11 @@ from protocols.errors import (
     ToolNotFound,
     TraceFormatError,
 )
-from sim import exitcodes
-from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_SAFETY
-from tracing.codec import HEADER_EVENT, read_trace, thaw
-from tracing.inputs import PLAN_MAX_BYTES, read_regular_file
-from tracing.printable import printable
+from tlasim.sim import exitcodes
+from tlasim.sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_SAFETY
+from tlasim.tracing.codec import HEADER_EVENT, read_trace, thaw
+from tlasim.tracing.inputs import PLAN_MAX_BYTES, read_regular_file
+from tlasim.tracing.printable import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 

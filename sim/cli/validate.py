@@ -15,12 +15,12 @@ from typing import Any
 
 import click
 
-from protocols.checked import load_json
-from protocols.errors import ConfigError, TraceFormatError
-from sim import exitcodes
-from sim.cli.support import bounded_int, exit_code_help, guarded, out
-from tracing.inputs import check_regular_file
-from tracing.values import from_json
+from tlasim.protocols.checked import load_json
+from tlasim.protocols.errors import ConfigError, TraceFormatError
+from tlasim.sim import exitcodes
+from tlasim.sim.cli.support import bounded_int, exit_code_help, guarded, out
+from tlasim.tracing.inputs import check_regular_file
+from tlasim.tracing.values import from_json
 
 # Files a folder contributes: the trace formats the codec reads.
 TRACE_SUFFIXES = (".ndjson", ".jsonl", ".msgpack")
@@ -88,7 +88,7 @@ def validate(
     mapping_path: Path | None,
 ) -> None:
     """Check that every TRACE (a file, or a folder of them) is a behaviour of its TLA+ spec."""
-    from tracing.validation.validator import Verdict, validate_traces
+    from tlasim.tracing.validation.validator import Verdict, validate_traces
 
     constants = parse_constants(constants_text)
     paths = expand_traces(traces, any_suffix=mapping_path is not None)
@@ -97,8 +97,8 @@ def validate(
     if mapping_path is not None:
         if spec is not None or constants is not None:
             raise ConfigError("--mapping names the spec and constants; drop --spec and --constants")
-        from tracing.interchange.foreign import read_foreign_log
-        from tracing.interchange.log_mapping import read_mapping
+        from tlasim.tracing.interchange.foreign import read_foreign_log
+        from tlasim.tracing.interchange.log_mapping import read_mapping
 
         # Read and checked against its spec once, before any log: a bad
         # mapping fails first, and a thousand logs cost one read of it.

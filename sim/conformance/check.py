@@ -19,15 +19,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from protocols.definition import ProtocolDefinition
-from protocols.errors import ConfigError
-from sim.conformance.impl_side import ImplRuns, impl_profiles
-from sim.conformance.model import ConformanceModel, Explained, model_path, read_model
-from sim.conformance.profiles import NET_ROLE, Profile, Profiler, message_kind
-from sim.conformance.spec_side import SideProfiles, spec_profiles
-from sim.explore.system import FaultBounds
-from sim.kernel.rng import split
-from tracing.tla.speccheck import find_spec
+from tlasim.protocols.definition import ProtocolDefinition
+from tlasim.protocols.errors import ConfigError
+from tlasim.sim.conformance.impl_side import ImplRuns, impl_profiles
+from tlasim.sim.conformance.model import ConformanceModel, Explained, model_path, read_model
+from tlasim.sim.conformance.profiles import NET_ROLE, Profile, Profiler, message_kind
+from tlasim.sim.conformance.spec_side import SideProfiles, spec_profiles
+from tlasim.sim.explore.system import FaultBounds
+from tlasim.sim.kernel.rng import split
+from tlasim.tracing.tla.speccheck import find_spec
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,15 +17,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from protocols.definition import ProtocolDefinition, StepInfo
-from sim.conformance.profiles import Profiler
-from sim.conformance.spec_side import SideProfiles
-from sim.explore.search import SearchBounds, explore
-from sim.explore.system import FaultBounds
-from sim.kernel.options import SimOptions
-from sim.kernel.rng import split
-from sim.kernel.simulation import Simulation
-from tracing.emit.emitter import TraceEmitter
+from tlasim.protocols.definition import ProtocolDefinition, StepInfo
+from tlasim.sim.conformance.profiles import Profiler
+from tlasim.sim.conformance.spec_side import SideProfiles
+from tlasim.sim.explore.search import SearchBounds, explore
+from tlasim.sim.explore.system import FaultBounds
+from tlasim.sim.kernel.options import SimOptions
+from tlasim.sim.kernel.rng import split
+from tlasim.sim.kernel.simulation import Simulation
+from tlasim.tracing.emit.emitter import TraceEmitter
 
 
 @dataclass(slots=True)

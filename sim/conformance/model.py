@@ -51,9 +51,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from protocols.checked import load_json
-from protocols.errors import ConfigError
-from sim.conformance.profiles import Ownership
+from tlasim.protocols.checked import load_json
+from tlasim.protocols.errors import ConfigError
+from tlasim.sim.conformance.profiles import Ownership
 
 SCHEMA = 1
 MAX_BYTES = 1 << 20

@@ -30,8 +30,8 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocols.errors import ConfigError
-from tracing.tla.parse import ModelValue
+from tlasim.protocols.errors import ConfigError
+from tlasim.tracing.tla.parse import ModelValue
 
 NETWORK = "network"
 FIELD = "field:"  # in a message declaration: the nodes this field of the message names

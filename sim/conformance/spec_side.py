@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protocols.errors import SpecError, TLCError
-from sim.conformance.model import ConformanceModel
-from sim.conformance.profiles import Norm, Profile, Profiler
-from tracing.tla.literal import is_identifier, to_tla
-from tracing.tla.next_split import SplitNext, action_of_label, split_next
-from tracing.tla.parse import parse_state
-from tracing.tla.sany import export_xml
-from tracing.tla.tlc import run_tlc
-from tracing.values import freeze, from_json
+from tlasim.protocols.errors import SpecError, TLCError
+from tlasim.sim.conformance.model import ConformanceModel
+from tlasim.sim.conformance.profiles import Norm, Profile, Profiler
+from tlasim.tracing.tla.literal import is_identifier, to_tla
+from tlasim.tracing.tla.next_split import SplitNext, action_of_label, split_next
+from tlasim.tracing.tla.parse import parse_state
+from tlasim.tracing.tla.sany import export_xml
+from tlasim.tracing.tla.tlc import run_tlc
+from tlasim.tracing.values import freeze, from_json
 
 _ROOT = "TlasimConformance"
 _STATE = re.compile(r'^(-?\d+) \[label="(.*)"(?:,style = filled)?\];?$')

@@ -42,11 +42,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocols.definition import ProtocolDefinition
-from protocols.errors import SpecError
-from sim.drift.modelled import ROOT, SpecDrift, check_record, read_record, record_path
-from tracing.tla.sany import schema_drift, spec_shape
-from tracing.tla.speccheck import find_spec
+from tlasim.protocols.definition import ProtocolDefinition
+from tlasim.protocols.errors import SpecError
+from tlasim.sim.drift.modelled import ROOT, SpecDrift, check_record, read_record, record_path
+from tlasim.tracing.tla.sany import schema_drift, spec_shape
+from tlasim.tracing.tla.speccheck import find_spec
 
 __all__ = [
     "KERNEL_ACTIONS",

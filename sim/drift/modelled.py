@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from protocols.checked import load_json
-from protocols.definition import ProtocolDefinition
-from protocols.errors import SpecError
-from tracing.tla.speccheck import find_spec
+from tlasim.protocols.checked import load_json
+from tlasim.protocols.definition import ProtocolDefinition
+from tlasim.protocols.errors import SpecError
+from tlasim.tracing.tla.speccheck import find_spec
 
 __all__ = [
     "RECORD_NAME",

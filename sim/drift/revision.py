@@ -10,7 +10,7 @@ import hashlib
 from functools import cache
 from pathlib import Path
 
-from protocols.errors import InternalError
+from tlasim.protocols.errors import InternalError
 
 _ROOT = Path(__file__).resolve().parents[2]
 

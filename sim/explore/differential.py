@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protocols.definition import ProtocolDefinition, StepInfo
-from sim.explore.canonical import state_digest
-from sim.explore.moves import Move
-from sim.explore.schedule import Schedule, replay
-from sim.explore.search import Exploration, Progress, SearchBounds, explore
-from sim.run.runner import TOOL_VERSION
-from tracing.outputs import open_output
-from tracing.validation.validator import Verdict, validate_traces
+from tlasim.protocols.definition import ProtocolDefinition, StepInfo
+from tlasim.sim.explore.canonical import state_digest
+from tlasim.sim.explore.moves import Move
+from tlasim.sim.explore.schedule import Schedule, replay
+from tlasim.sim.explore.search import Exploration, Progress, SearchBounds, explore
+from tlasim.sim.run.runner import TOOL_VERSION
+from tlasim.tracing.outputs import open_output
+from tlasim.tracing.validation.validator import Verdict, validate_traces
 
 
 @dataclass(slots=True)

@@ -18,8 +18,8 @@ from typing import Any
 
 import msgpack
 
-from protocols.checked import checked_int
-from protocols.errors import ConfigError
+from tlasim.protocols.checked import checked_int
+from tlasim.protocols.errors import ConfigError
 
 START = "start"
 DELIVER = "deliver"

@@ -17,20 +17,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from protocols import get_protocol
-from protocols.checked import checked_int, load_json
-from protocols.definition import ProtocolDefinition
-from protocols.errors import ConfigError, InvariantViolation, TraceFormatError, short_repr
-from sim.campaign.records import SEED_MAX as MAX_SEED
-from sim.drift.revision import source_revision
-from sim.explore.moves import Move
-from sim.explore.system import ExploredSystem, FaultBounds
-from sim.kernel.rng import split
-from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
-from tracing.codec import HEADER_EVENT, TraceFormat, read_trace, thaw
-from tracing.emit.emitter import TraceEmitter
-from tracing.inputs import PLAN_MAX_BYTES, read_regular_file
-from tracing.validation.report import TRACE_PLACEHOLDER
+from tlasim.protocols import get_protocol
+from tlasim.protocols.checked import checked_int, load_json
+from tlasim.protocols.definition import ProtocolDefinition
+from tlasim.protocols.errors import ConfigError, InvariantViolation, TraceFormatError, short_repr
+from tlasim.sim.campaign.records import SEED_MAX as MAX_SEED
+from tlasim.sim.drift.revision import source_revision
+from tlasim.sim.explore.moves import Move
+from tlasim.sim.explore.system import ExploredSystem, FaultBounds
+from tlasim.sim.kernel.rng import split
+from tlasim.sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
+from tlasim.tracing.codec import HEADER_EVENT, TraceFormat, read_trace, thaw
+from tlasim.tracing.emit.emitter import TraceEmitter
+from tlasim.tracing.inputs import PLAN_MAX_BYTES, read_regular_file
+from tlasim.tracing.validation.report import TRACE_PLACEHOLDER
 
 SCHEDULE_VERSION = 1
 OUTCOME_ERROR = "error"  # a core raised
@@ -83,7 +83,7 @@ class Schedule:
 
     def write(self, path: Path) -> None:
         """Write the schedule into `path`, whose folder (explore's --out) is made if missing."""
-        from tracing.outputs import write_output
+        from tlasim.tracing.outputs import write_output
 
         path.parent.mkdir(parents=True, exist_ok=True)
         write_output(path, "--out", (json.dumps(self.to_json(), indent=1) + "\n").encode())

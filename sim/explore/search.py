@@ -29,12 +29,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocols.definition import ProtocolDefinition, StepInfo
-from protocols.errors import ConfigError, InvariantViolation
-from sim.explore.canonical import EmbeddedName
-from sim.explore.moves import DUPLICATE, LOSE, Move
-from sim.explore.symmetry import Symmetry, symmetry_of
-from sim.explore.system import ExploredSystem, FaultBounds
+from tlasim.protocols.definition import ProtocolDefinition, StepInfo
+from tlasim.protocols.errors import ConfigError, InvariantViolation
+from tlasim.sim.explore.canonical import EmbeddedName
+from tlasim.sim.explore.moves import DUPLICATE, LOSE, Move
+from tlasim.sim.explore.symmetry import Symmetry, symmetry_of
+from tlasim.sim.explore.system import ExploredSystem, FaultBounds
 
 BFS = "bfs"
 DFS = "dfs"

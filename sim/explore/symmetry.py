@@ -34,9 +34,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from protocols.definition import ProtocolDefinition
-from protocols.errors import ConfigError
-from sim.explore.canonical import EmbeddedName, Renaming, canonical, state_digest
+from tlasim.protocols.definition import ProtocolDefinition
+from tlasim.protocols.errors import ConfigError
+from tlasim.sim.explore.canonical import EmbeddedName, Renaming, canonical, state_digest
 
 # Beyond this many permutations, naming a state would cost more than the
 # states it saves: a group of 7 nodes alone has 5,040.

@@ -33,17 +33,17 @@ from typing import Any
 
 import msgpack
 
-from protocols.base import Receive, Send, SetTimer, Start, Timeout
-from protocols.definition import ProtocolDefinition, StepInfo
-from protocols.errors import ConfigError
-from sim.explore.canonical import state_digest
-from sim.explore.moves import CRASH, DELIVER, DUPLICATE, FIRE, LOSE, RESTART, START, Move
-from sim.explore.symmetry import Symmetry
-from sim.kernel.host import NodeHost
-from sim.kernel.simulation import message_records
-from sim.kernel.stepping import NET_NODE, StepMachine
-from tracing.emit.emitter import TraceEmitter
-from tracing.values import Record
+from tlasim.protocols.base import Receive, Send, SetTimer, Start, Timeout
+from tlasim.protocols.definition import ProtocolDefinition, StepInfo
+from tlasim.protocols.errors import ConfigError
+from tlasim.sim.explore.canonical import state_digest
+from tlasim.sim.explore.moves import CRASH, DELIVER, DUPLICATE, FIRE, LOSE, RESTART, START, Move
+from tlasim.sim.explore.symmetry import Symmetry
+from tlasim.sim.kernel.host import NodeHost
+from tlasim.sim.kernel.simulation import message_records
+from tlasim.sim.kernel.stepping import NET_NODE, StepMachine
+from tlasim.tracing.emit.emitter import TraceEmitter
+from tlasim.tracing.values import Record
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tracing.values import Record
+from tlasim.tracing.values import Record
 
 
 class Disk:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from protocols.base import Core
-from sim.kernel.disk import Disk
+from tlasim.protocols.base import Core
+from tlasim.sim.kernel.disk import Disk
 
 
 class NodeHost:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from faults.plan import Crash, FaultPlan, Window
+from tlasim.faults.plan import Crash, FaultPlan, Window
 
 
 @dataclass(slots=True)

@@ -16,8 +16,8 @@ from typing import Any
 
 import msgpack
 
-from sim.kernel.injector import FaultInjector
-from sim.kernel.options import NetworkOptions
+from tlasim.sim.kernel.injector import FaultInjector
+from tlasim.sim.kernel.options import NetworkOptions
 
 # At most this many message records are kept (see Network): ten times the
 # distinct messages of a thousand runs of any protocol here.

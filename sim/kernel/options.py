@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from faults.plan import FaultPlan
-from protocols.errors import ConfigError
-from tracing.codec import TraceFormat
+from tlasim.faults.plan import FaultPlan
+from tlasim.protocols.errors import ConfigError
+from tlasim.tracing.codec import TraceFormat
 
 
 def _positive_int(name: str, value: Any) -> None:

@@ -21,19 +21,19 @@ from typing import Any
 
 import simpy
 
-from faults.plan import Crash, FaultPlan
-from faults.swarm import swarm_plan
-from protocols.base import Receive, Send, SetTimer, Start, Timeout
-from protocols.definition import ProtocolDefinition
-from protocols.errors import ConfigError, InvariantViolation
-from sim.kernel.host import NodeHost
-from sim.kernel.injector import FaultInjector
-from sim.kernel.network import InFlight, Network
-from sim.kernel.options import SimOptions
-from sim.kernel.rng import split
-from sim.kernel.stepping import NET_NODE, StepMachine
-from tracing.emit.emitter import TraceEmitter
-from tracing.values import Record
+from tlasim.faults.plan import Crash, FaultPlan
+from tlasim.faults.swarm import swarm_plan
+from tlasim.protocols.base import Receive, Send, SetTimer, Start, Timeout
+from tlasim.protocols.definition import ProtocolDefinition
+from tlasim.protocols.errors import ConfigError, InvariantViolation
+from tlasim.sim.kernel.host import NodeHost
+from tlasim.sim.kernel.injector import FaultInjector
+from tlasim.sim.kernel.network import InFlight, Network
+from tlasim.sim.kernel.options import SimOptions
+from tlasim.sim.kernel.rng import split
+from tlasim.sim.kernel.stepping import NET_NODE, StepMachine
+from tlasim.tracing.emit.emitter import TraceEmitter
+from tlasim.tracing.values import Record
 
 OUTCOME_OK = "ok"
 OUTCOME_SAFETY = "safety"

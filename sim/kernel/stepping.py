@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-from protocols.base import (
+from tlasim.protocols.base import (
     CancelTimer,
     Effect,
     Input,
@@ -28,10 +28,10 @@ from protocols.base import (
     Timeout,
     Trace,
 )
-from protocols.definition import Oracle, ProtocolDefinition, StepInfo
-from protocols.errors import InternalError
-from sim.kernel.host import NodeHost
-from tracing.emit.emitter import TraceEmitter
+from tlasim.protocols.definition import Oracle, ProtocolDefinition, StepInfo
+from tlasim.protocols.errors import InternalError
+from tlasim.sim.kernel.host import NodeHost
+from tlasim.tracing.emit.emitter import TraceEmitter
 
 NET_NODE = "net"
 

@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from protocols.checked import checked_finite, checked_int, load_json
-from protocols.errors import ConfigError
-from tracing.inputs import read_regular_file
+from tlasim.protocols.checked import checked_finite, checked_int, load_json
+from tlasim.protocols.errors import ConfigError
+from tlasim.tracing.inputs import read_regular_file
 
 LOOPBACK = "127.0.0.1"
 TICK_MS_MIN, TICK_MS_MAX = 0.1, 10_000.0  # the tick lengths a run may have (milliseconds)

@@ -23,9 +23,9 @@ from typing import Any
 
 import msgpack
 
-from sim.kernel.disk import Disk
-from sim.live.files import open_node_file
-from tracing.values import Record, from_json, to_json
+from tlasim.sim.kernel.disk import Disk
+from tlasim.sim.live.files import open_node_file
+from tlasim.tracing.values import Record, from_json, to_json
 
 _HEADER = struct.Struct(">II")  # payload length, crc32 of the payload
 # One record of a shipped protocol is some tens of bytes; a length beyond this

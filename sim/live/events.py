@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faults.plan import PLAN_INT_MAX
-from protocols.checked import checked_int, clip, load_json
-from protocols.errors import TlasimError
-from sim.live.config import INCARNATION_MAX
-from sim.live.files import open_node_file
-from tracing.inputs import read_regular_file
+from tlasim.faults.plan import PLAN_INT_MAX
+from tlasim.protocols.checked import checked_int, clip, load_json
+from tlasim.protocols.errors import TlasimError
+from tlasim.sim.live.config import INCARNATION_MAX
+from tlasim.sim.live.files import open_node_file
+from tlasim.tracing.inputs import read_regular_file
 
 # The events that are faults (or the real network's losses, or a torn log):
 # the summary counts each kind.

@@ -14,7 +14,7 @@ import os
 import stat
 from pathlib import Path
 
-from protocols.errors import ConfigError, TlasimError
+from tlasim.protocols.errors import ConfigError, TlasimError
 
 # The largest node trace or log file read whole: far above any run's (a line
 # is some hundred bytes, a record some tens), below what fits in memory.

@@ -37,12 +37,12 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from protocols.definition import ProtocolDefinition, StepInfo
-from protocols.errors import InvariantViolation
-from sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
-from sim.live.files import LiveRunError
-from sim.live.nodelog import NodeLine, read_node_log
-from tracing.codec import (
+from tlasim.protocols.definition import ProtocolDefinition, StepInfo
+from tlasim.protocols.errors import InvariantViolation
+from tlasim.sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
+from tlasim.sim.live.files import LiveRunError
+from tlasim.sim.live.nodelog import NodeLine, read_node_log
+from tlasim.tracing.codec import (
     END_EVENT,
     HEADER_EVENT,
     SCHEMA_VERSION,
@@ -50,7 +50,7 @@ from tracing.codec import (
     TraceFormat,
     TraceWriter,
 )
-from tracing.values import to_json
+from tlasim.tracing.values import to_json
 
 
 @dataclass(slots=True)

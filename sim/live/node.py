@@ -52,21 +52,21 @@ from typing import Any
 
 import trio
 
-from faults.plan import Crash, FaultPlan
-from protocols import get_protocol, zoo
-from protocols.base import Receive, Send, SetTimer, Start, Timeout, Trace
-from protocols.definition import ProtocolDefinition
-from protocols.errors import ConfigError, InternalError, TlasimError
-from sim import exitcodes
-from sim.kernel.host import NodeHost
-from sim.kernel.injector import FaultInjector
-from sim.kernel.rng import split
-from sim.kernel.stepping import NET_NODE, StepMachine
-from sim.live.config import LOOPBACK, NodeConfig, checked_epoch
-from sim.live.disk import FileDisk
-from sim.live.events import EventLog, last_crash
-from sim.live.nodelog import NodeLog
-from sim.live.wire import (
+from tlasim.faults.plan import Crash, FaultPlan
+from tlasim.protocols import get_protocol, zoo
+from tlasim.protocols.base import Receive, Send, SetTimer, Start, Timeout, Trace
+from tlasim.protocols.definition import ProtocolDefinition
+from tlasim.protocols.errors import ConfigError, InternalError, TlasimError
+from tlasim.sim import exitcodes
+from tlasim.sim.kernel.host import NodeHost
+from tlasim.sim.kernel.injector import FaultInjector
+from tlasim.sim.kernel.rng import split
+from tlasim.sim.kernel.stepping import NET_NODE, StepMachine
+from tlasim.sim.live.config import LOOPBACK, NodeConfig, checked_epoch
+from tlasim.sim.live.disk import FileDisk
+from tlasim.sim.live.events import EventLog, last_crash
+from tlasim.sim.live.nodelog import NodeLog
+from tlasim.sim.live.wire import (
     CLOCK_WINDOW,
     MAX_FRAME_BYTES,
     BadFrame,
@@ -74,8 +74,8 @@ from sim.live.wire import (
     decode_frame,
     encode_frame,
 )
-from tracing.printable import printable
-from tracing.values import Record
+from tlasim.tracing.printable import printable
+from tlasim.tracing.values import Record
 
 # How often a node writes its drop counts to its events file (seconds): a
 # flood of bad datagrams costs one line per period, not one per datagram.
@@ -519,7 +519,7 @@ def run_node(config_path: Path) -> int:
 def main(argv: list[str]) -> int:
     """Run one node; bad input is one line on stderr and exit 2, as `tlasim` says it."""
     if len(argv) != 2:
-        print("usage: python -m sim.live.node CONFIG.json", file=sys.stderr)
+        print("usage: python -m tlasim.sim.live.node CONFIG.json", file=sys.stderr)
         return exitcodes.USAGE
     try:
         return run_node(Path(argv[1]))

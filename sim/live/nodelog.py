@@ -24,13 +24,13 @@ from typing import Any
 
 import structlog
 
-from protocols.checked import checked_int, load_json
-from protocols.errors import TraceFormatError
-from sim.live.config import INCARNATION_MAX
-from sim.live.files import NODE_FILE_MAX_BYTES, open_node_file
-from tracing.codec import STEP_EVENT
-from tracing.inputs import read_regular_file
-from tracing.values import Record, from_json, to_json
+from tlasim.protocols.checked import checked_int, load_json
+from tlasim.protocols.errors import TraceFormatError
+from tlasim.sim.live.config import INCARNATION_MAX
+from tlasim.sim.live.files import NODE_FILE_MAX_BYTES, open_node_file
+from tlasim.tracing.codec import STEP_EVENT
+from tlasim.tracing.inputs import read_regular_file
+from tlasim.tracing.values import Record, from_json, to_json
 
 _TAGGED = ("params", "view", "log", "sent", "recv")
 

@@ -38,22 +38,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-from faults.plan import FaultPlan
-from faults.swarm import swarm_plan
-from protocols import get_protocol
-from protocols.definition import ProtocolDefinition
-from protocols.errors import ConfigError, InternalError
-from sim import exitcodes
-from sim.drift.revision import source_revision
-from sim.kernel.rng import split
-from sim.live.config import LOOPBACK, TICK_MS_MAX, TICK_MS_MIN, NodeConfig
-from sim.live.events import EventTotals, last_crash
-from sim.live.files import LiveRunError
-from sim.live.merge import MergedRun, causal_order, read_node_logs, write_merged
-from sim.live.wire import KEY_BYTES, MAX_FRAME_BYTES
-from sim.run.runner import TOOL_VERSION
-from tracing.codec import TraceFormat
-from tracing.outputs import open_output
+from tlasim.faults.plan import FaultPlan
+from tlasim.faults.swarm import swarm_plan
+from tlasim.protocols import get_protocol
+from tlasim.protocols.definition import ProtocolDefinition
+from tlasim.protocols.errors import ConfigError, InternalError
+from tlasim.sim import exitcodes
+from tlasim.sim.drift.revision import source_revision
+from tlasim.sim.kernel.rng import split
+from tlasim.sim.live.config import LOOPBACK, TICK_MS_MAX, TICK_MS_MIN, NodeConfig
+from tlasim.sim.live.events import EventTotals, last_crash
+from tlasim.sim.live.files import LiveRunError
+from tlasim.sim.live.merge import MergedRun, causal_order, read_node_logs, write_merged
+from tlasim.sim.live.wire import KEY_BYTES, MAX_FRAME_BYTES
+from tlasim.sim.run.runner import TOOL_VERSION
+from tlasim.tracing.codec import TraceFormat
+from tlasim.tracing.outputs import open_output
 
 DEFAULT_DIR = Path(".tlasim/live")  # where a run's folder goes unless one is given
 # How long the nodes may take to import and say ready (seconds): generous,
@@ -242,7 +242,7 @@ class Supervisor:
         first = entry.incarnation == 0
         try:
             entry.process = subprocess.Popen(
-                [sys.executable, "-m", "sim.live.node", str(config_path)],
+                [sys.executable, "-m", "tlasim.sim.live.node", str(config_path)],
                 stdin=subprocess.PIPE if first else subprocess.DEVNULL,
                 stdout=subprocess.PIPE if first else subprocess.DEVNULL,
                 stderr=stderr,

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from faults.plan import FaultPlan
-from tracing.codec import TraceStep, read_trace
-from tracing.values import canonical_json
+from tlasim.faults.plan import FaultPlan
+from tlasim.tracing.codec import TraceStep, read_trace
+from tlasim.tracing.values import canonical_json
 
 EXCERPT_STEPS_MAX = 24
 _CRASH_OR_RESTART = re.compile(r"Crash$|Recover$")

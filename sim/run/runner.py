@@ -9,18 +9,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from protocols import get_protocol
-from protocols.definition import ProtocolDefinition
-from protocols.errors import InternalError
-from sim.drift.revision import source_revision
-from sim.kernel.options import SimOptions
-from sim.kernel.simulation import RunResult, Simulation
-from sim.run.report import reproduce_command
-from tracing.emit.emitter import TraceEmitter
-from tracing.emit.recorder import TLCRecorder
-from tracing.outputs import open_output
-from tracing.tla.binary import PreparedTrace
-from tracing.validation.report import TRACE_PLACEHOLDER
+from tlasim.protocols import get_protocol
+from tlasim.protocols.definition import ProtocolDefinition
+from tlasim.protocols.errors import InternalError
+from tlasim.sim.drift.revision import source_revision
+from tlasim.sim.kernel.options import SimOptions
+from tlasim.sim.kernel.simulation import RunResult, Simulation
+from tlasim.sim.run.report import reproduce_command
+from tlasim.tracing.emit.emitter import TraceEmitter
+from tlasim.tracing.emit.recorder import TLCRecorder
+from tlasim.tracing.outputs import open_output
+from tlasim.tracing.tla.binary import PreparedTrace
+from tlasim.tracing.validation.report import TRACE_PLACEHOLDER
 
 TOOL_VERSION = "0.1.0"
 

@@ -16,10 +16,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from faults.plan import FaultPlan
-from sim.campaign.records import RunRecord
-from sim.campaign.results import ResultsDB
-from sim.view.html import render_page
+from tlasim.faults.plan import FaultPlan
+from tlasim.sim.campaign.records import RunRecord
+from tlasim.sim.campaign.results import ResultsDB
+from tlasim.sim.view.html import render_page
 
 
 @dataclass(slots=True)

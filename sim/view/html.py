@@ -18,8 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sim.view.model import RunView
-from tracing.outputs import write_output
+from tlasim.sim.view.model import RunView
+from tlasim.tracing.outputs import write_output
 
 _SCRIPT_ESCAPES = str.maketrans({
     "<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029",

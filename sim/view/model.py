@@ -23,11 +23,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from faults.plan import FaultPlan
-from protocols.errors import ConfigError, TraceFormatError
-from sim.kernel.stepping import NET_NODE
-from tracing.codec import Trace, TraceStep, thaw
-from tracing.values import FnMap, canonical_json
+from tlasim.faults.plan import FaultPlan
+from tlasim.protocols.errors import ConfigError, TraceFormatError
+from tlasim.sim.kernel.stepping import NET_NODE
+from tlasim.tracing.codec import Trace, TraceStep, thaw
+from tlasim.tracing.values import FnMap, canonical_json
 
 # A value shown in full up to this many characters; longer ones are cut, with
 # their length, so one huge value cannot flood a terminal or a diff panel.

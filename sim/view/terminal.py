@@ -11,8 +11,8 @@ from collections.abc import Iterator, Mapping
 from rich.console import Console
 from rich.text import Text
 
-from sim.view.model import Change, Mark, RunView, StepView, matches
-from tracing.printable import printable
+from tlasim.sim.view.model import Change, Mark, RunView, StepView, matches
+from tlasim.tracing.printable import printable
 
 
 def _change_line(change: Change) -> Text:

@@ -12,10 +12,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from faults.plan import NO_FAULTS_PLAN
-from sim.live.config import LOOPBACK, NodeConfig
-from sim.live.events import EventTotals, read_events
-from sim.live.wire import KEY_BYTES, MAX_FRAME_BYTES, Frame, RunKey, decode_frame, encode_frame
+from tlasim.faults.plan import NO_FAULTS_PLAN
+from tlasim.sim.live.config import LOOPBACK, NodeConfig
+from tlasim.sim.live.events import EventTotals, read_events
+from tlasim.sim.live.wire import (
+    KEY_BYTES,
+    MAX_FRAME_BYTES,
+    Frame,
+    RunKey,
+    decode_frame,
+    encode_frame,
+)
 
 
 class OneNode:
@@ -51,7 +58,7 @@ class OneNode:
         path = tmp_path / f"{node}.{incarnation}.json"
         self.config.write(path)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "sim.live.node", str(path)],
+            [sys.executable, "-m", "tlasim.sim.live.node", str(path)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=(tmp_path / f"{node}.stderr").open("ab"),
             pass_fds=(own.fileno(),),

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sim import exitcodes
-from sim.cli.main import main
+from tlasim.sim import exitcodes
+from tlasim.sim.cli.main import main
 
 
 def invoke(*args: str) -> tuple[int, str]:

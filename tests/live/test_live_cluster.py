@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from faults.plan import Crash, FaultPlan, Partition, Window
-from sim.live.supervisor import LiveOptions, LiveResult, Supervisor
-from sim.view.model import build_run_view
-from tracing.codec import read_trace
-from tracing.validation.validator import validate_trace
+from tlasim.faults.plan import Crash, FaultPlan, Partition, Window
+from tlasim.sim.live.supervisor import LiveOptions, LiveResult, Supervisor
+from tlasim.sim.view.model import build_run_view
+from tlasim.tracing.codec import read_trace
+from tlasim.tracing.validation.validator import validate_trace
 
 TIMEOUT_S = 90.0
 # Two RMs and one transaction on which both vote yes: the TM's steps are

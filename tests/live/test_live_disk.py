@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sim.live.disk import FileDisk, encode_record
+from tlasim.sim.live.disk import FileDisk, encode_record
 
 
 def test_only_synced_records_reach_the_file(tmp_path: Path) -> None:

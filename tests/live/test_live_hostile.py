@@ -22,15 +22,15 @@ from typing import Any
 import msgpack
 import pytest
 
-from faults.plan import NO_FAULTS_PLAN, Crash, FaultPlan
-from sim.cli.live import report
-from sim.live.config import LOOPBACK, NodeConfig
-from sim.live.events import EVENTS_MAX_BYTES, EventTotals, last_crash, read_events
-from sim.live.files import LiveRunError
-from sim.live.nodelog import read_node_log
-from sim.live.supervisor import LiveOptions, LiveResult, Supervisor
-from sim.live.wire import CLOCK_WINDOW, RunKey
-from tracing.validation.validator import validate_trace
+from tlasim.faults.plan import NO_FAULTS_PLAN, Crash, FaultPlan
+from tlasim.sim.cli.live import report
+from tlasim.sim.live.config import LOOPBACK, NodeConfig
+from tlasim.sim.live.events import EVENTS_MAX_BYTES, EventTotals, last_crash, read_events
+from tlasim.sim.live.files import LiveRunError
+from tlasim.sim.live.nodelog import read_node_log
+from tlasim.sim.live.supervisor import LiveOptions, LiveResult, Supervisor
+from tlasim.sim.live.wire import CLOCK_WINDOW, RunKey
+from tlasim.tracing.validation.validator import validate_trace
 
 from .one_node import OneNode
 
@@ -210,7 +210,7 @@ def start_by_hand(config: bytes | dict[str, Any], tmp_path: Path, *, stdin: byte
                   pass_fds: tuple[int, ...] = ()) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "r1.json"
     path.write_bytes(config if isinstance(config, bytes) else json.dumps(config).encode())
-    return subprocess.run([sys.executable, "-m", "sim.live.node", str(path)],
+    return subprocess.run([sys.executable, "-m", "tlasim.sim.live.node", str(path)],
                           input=stdin.decode(), capture_output=True, text=True, timeout=60,
                           pass_fds=pass_fds)
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from protocols import get_protocol
-from sim.kernel.rng import split
-from sim.live.files import LiveRunError
-from sim.live.merge import causal_order, write_merged
-from sim.live.nodelog import NodeLine
-from tracing.values import Record
+from tlasim.protocols import get_protocol
+from tlasim.sim.kernel.rng import split
+from tlasim.sim.live.files import LiveRunError
+from tlasim.sim.live.merge import causal_order, write_merged
+from tlasim.sim.live.nodelog import NodeLine
+from tlasim.tracing.values import Record
 
 PREPARE = Record({"type": "Prepare", "tx": "t1", "rm": "r1"})
 

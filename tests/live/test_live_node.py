@@ -12,11 +12,11 @@ from typing import Any
 
 import msgpack
 
-from faults.plan import NO_FAULTS_PLAN
-from sim.live.config import LOOPBACK, NodeConfig
-from sim.live.disk import encode_record
-from sim.live.nodelog import read_node_log
-from sim.live.wire import RunKey
+from tlasim.faults.plan import NO_FAULTS_PLAN
+from tlasim.sim.live.config import LOOPBACK, NodeConfig
+from tlasim.sim.live.disk import encode_record
+from tlasim.sim.live.nodelog import read_node_log
+from tlasim.sim.live.wire import RunKey
 
 from .one_node import OneNode
 
@@ -151,7 +151,7 @@ def test_a_node_that_cannot_bind_its_port_says_so_and_exits_2(tmp_path: Path) ->
         )
         path = tmp_path / "tm.json"
         config.write(path)
-        done = subprocess.run([sys.executable, "-m", "sim.live.node", str(path)],
+        done = subprocess.run([sys.executable, "-m", "tlasim.sim.live.node", str(path)],
                               capture_output=True, text=True, timeout=60)
     finally:
         taken.close()
@@ -163,6 +163,6 @@ def test_a_node_that_cannot_bind_its_port_says_so_and_exits_2(tmp_path: Path) ->
 def test_a_node_config_of_the_wrong_shape_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_text('{"protocol": "twopc"}')
-    done = subprocess.run([sys.executable, "-m", "sim.live.node", str(path)],
+    done = subprocess.run([sys.executable, "-m", "tlasim.sim.live.node", str(path)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "exactly the fields" in done.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from sim.live.wire import (
+from tlasim.sim.live.wire import (
     MAX_FRAME_BYTES,
     TAG_BYTES,
     BadFrame,

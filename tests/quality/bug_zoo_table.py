@@ -3,7 +3,7 @@ explorer quality tests."""
 
 from __future__ import annotations
 
-from protocols import PROTOCOLS
+from tlasim.protocols import PROTOCOLS
 
 VARIANTS = [(name, bug) for name, p in sorted(PROTOCOLS.items()) for bug in sorted(p.bugs)]
 

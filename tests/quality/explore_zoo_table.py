@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protocols import get_protocol
-from sim.explore.schedule import Schedule, replay
-from sim.explore.system import FaultBounds
-from sim.kernel.rng import split
-from sim.run.runner import TOOL_VERSION
+from tlasim.protocols import get_protocol
+from tlasim.sim.explore.schedule import Schedule, replay
+from tlasim.sim.explore.system import FaultBounds
+from tlasim.sim.kernel.rng import split
+from tlasim.sim.run.runner import TOOL_VERSION
 
 TWO_RMS = {"rm_count": 2, "tx_count": 1}
 SMALL_SPLIT = {"key_count": 2, "split_count": 1, "client_count": 1, "ops_per_client": 1}

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tracing.tla.speccheck import SpecCheckResult, check_specs, read_manifest
+from tlasim.tracing.tla.speccheck import SpecCheckResult, check_specs, read_manifest
 
 SPEC_FOLDERS = ("twopc", "shardsplit", "snapshot", "lockfree")
 

@@ -20,18 +20,18 @@ from pathlib import Path
 import pytest
 from bug_zoo_table import VARIANTS, documented
 
-from faults.plan import Crash
-from protocols import PROTOCOLS
-from protocols.shardsplit.bugs import SPLIT_PROGRESS_NOT_DURABLE
-from protocols.snapshot.bugs import ACK_BEFORE_PERSIST
-from protocols.twopc.bugs import COMMIT_BEFORE_DURABLE, TM_FORGETS_DECISION
-from sim.campaign.shrinking import broken_property, shrink_failure
-from sim.campaign.sweep import run_campaign
-from sim.kernel.simulation import OUTCOME_SAFETY
-from sim.run.runner import run_seed
-from tracing.codec import read_trace
-from tracing.mutation.partial import STRIPPINGS, strip
-from tracing.validation.validator import validate_traces
+from tlasim.faults.plan import Crash
+from tlasim.protocols import PROTOCOLS
+from tlasim.protocols.shardsplit.bugs import SPLIT_PROGRESS_NOT_DURABLE
+from tlasim.protocols.snapshot.bugs import ACK_BEFORE_PERSIST
+from tlasim.protocols.twopc.bugs import COMMIT_BEFORE_DURABLE, TM_FORGETS_DECISION
+from tlasim.sim.campaign.shrinking import broken_property, shrink_failure
+from tlasim.sim.campaign.sweep import run_campaign
+from tlasim.sim.kernel.simulation import OUTCOME_SAFETY
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.codec import read_trace
+from tlasim.tracing.mutation.partial import STRIPPINGS, strip
+from tlasim.tracing.validation.validator import validate_traces
 
 # Measured: every variant fails within its first 45 swarm seeds; 300 leaves
 # room for a change in the workload or fault draws without hiding a lost bug.

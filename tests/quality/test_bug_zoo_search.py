@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from bug_zoo_table import VARIANTS, documented
 
-from protocols import PROTOCOLS
-from protocols.lockfree.bugs import ABA
-from protocols.snapshot.bugs import ACK_BEFORE_PERSIST
-from protocols.twopc.bugs import COMMIT_BEFORE_DURABLE
-from sim.campaign.search import search
+from tlasim.protocols import PROTOCOLS
+from tlasim.protocols.lockfree.bugs import ABA
+from tlasim.protocols.snapshot.bugs import ACK_BEFORE_PERSIST
+from tlasim.protocols.twopc.bugs import COMMIT_BEFORE_DURABLE
+from tlasim.sim.campaign.search import search
 
 # Measured (sim/campaign/search.py draws no constants from tlasim's own source, so
 # these hold across unrelated edits): search finds every variant within its
@@ -47,7 +47,7 @@ def test_bug_variant_is_found_by_search_mode(protocol: str, bug: str, tmp_path: 
     # depends on what the process imported before (see sim/campaign/search.py), and
     # the command is what users run and expect to repeat.
     done = subprocess.run(
-        [sys.executable, "-m", "sim", "search", protocol, "--bug", bug,
+        [sys.executable, "-m", "tlasim.sim", "search", protocol, "--bug", bug,
          "--examples", str(SEARCH_EXAMPLES_FOR.get((protocol, bug), SEARCH_EXAMPLES))],
         capture_output=True,
         text=True,

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from protocols import get_protocol
-from sim.conformance import defaults
-from sim.conformance.check import conformance
-from sim.explore.system import FaultBounds
+from tlasim.protocols import get_protocol
+from tlasim.sim.conformance import defaults
+from tlasim.sim.conformance.check import conformance
+from tlasim.sim.explore.system import FaultBounds
 
 FAULTS = FaultBounds(crashes=defaults.CRASHES, losses=defaults.LOSSES,
                      duplicates=defaults.DUPLICATES, idle_crashes=defaults.IDLE_CRASHES)

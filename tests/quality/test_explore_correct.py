@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from explore_zoo_table import FOUND_BY_EXPLORE, configure
 
-from sim.explore.search import SearchBounds, explore
+from tlasim.sim.explore.search import SearchBounds, explore
 
 
 @pytest.mark.parametrize(("protocol", "bug"), sorted(FOUND_BY_EXPLORE))

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from protocols import get_protocol
-from sim.explore import differential
-from sim.explore.schedule import Schedule
-from sim.explore.search import SearchBounds
-from sim.explore.system import FaultBounds
-from sim.kernel.rng import split
-from tracing.validation.validator import validate_traces
+from tlasim.protocols import get_protocol
+from tlasim.sim.explore import differential
+from tlasim.sim.explore.schedule import Schedule
+from tlasim.sim.explore.search import SearchBounds
+from tlasim.sim.explore.system import FaultBounds
+from tlasim.sim.kernel.rng import split
+from tlasim.tracing.validation.validator import validate_traces
 
 # protocol -> (options, fault bounds, depth; None: every state)
 BOUNDS: dict[str, tuple[dict[str, Any], FaultBounds, int | None]] = {

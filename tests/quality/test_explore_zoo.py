@@ -10,8 +10,8 @@ import pytest
 from bug_zoo_table import documented
 from explore_zoo_table import FOUND_BY_EXPLORE, Found, configure, write_trace
 
-from sim.explore.search import DFS, FOUND_SAFETY, SearchBounds, explore
-from tracing.validation.validator import validate_traces
+from tlasim.sim.explore.search import DFS, FOUND_SAFETY, SearchBounds, explore
+from tlasim.tracing.validation.validator import validate_traces
 
 
 @pytest.fixture(scope="module")

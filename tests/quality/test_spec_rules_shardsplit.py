@@ -22,14 +22,14 @@ from typing import Any
 
 import pytest
 
-from protocols.base import Core, Effect, Input, Persist
-from protocols.shardsplit.config import COORD_ID, NO_VALUE, ShardSplitConfig
-from protocols.shardsplit.coordinator import IDLE, Coordinator
-from protocols.shardsplit.definition import ShardSplit
-from protocols.shardsplit.shard import ABSENT, SPLITTING, Shard
-from sim.run.runner import run_seed
-from tracing.codec import Trace, TraceStep, read_trace
-from tracing.validation.validator import validate_traces
+from tlasim.protocols.base import Core, Effect, Input, Persist
+from tlasim.protocols.shardsplit.config import COORD_ID, NO_VALUE, ShardSplitConfig
+from tlasim.protocols.shardsplit.coordinator import IDLE, Coordinator
+from tlasim.protocols.shardsplit.definition import ShardSplit
+from tlasim.protocols.shardsplit.shard import ABSENT, SPLITTING, Shard
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.codec import Trace, TraceStep, read_trace
+from tlasim.tracing.validation.validator import validate_traces
 
 SEEDS = range(200)  # swarm seeds searched for one that shows the scenario
 

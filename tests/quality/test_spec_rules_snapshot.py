@@ -20,14 +20,14 @@ from typing import Any
 
 import pytest
 
-from protocols.base import Core, Effect, Input, Persist
-from protocols.snapshot.config import RECEIVER_ID, SOURCE_ID, SnapshotConfig
-from protocols.snapshot.definition import SnapshotTransfer
-from protocols.snapshot.receiver import RECEIVING, Receiver
-from protocols.snapshot.source import Source
-from sim.run.runner import run_seed
-from tracing.codec import Trace, TraceStep, read_trace
-from tracing.validation.validator import validate_traces
+from tlasim.protocols.base import Core, Effect, Input, Persist
+from tlasim.protocols.snapshot.config import RECEIVER_ID, SOURCE_ID, SnapshotConfig
+from tlasim.protocols.snapshot.definition import SnapshotTransfer
+from tlasim.protocols.snapshot.receiver import RECEIVING, Receiver
+from tlasim.protocols.snapshot.source import Source
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.codec import Trace, TraceStep, read_trace
+from tlasim.tracing.validation.validator import validate_traces
 
 SEEDS = range(100)  # swarm seeds searched for one that shows the scenario
 

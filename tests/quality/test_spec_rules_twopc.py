@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from protocols.base import Core
-from protocols.steps import StepList
-from protocols.twopc.config import TwoPCConfig
-from protocols.twopc.definition import TwoPhaseCommit
-from protocols.twopc.rm import ResourceManager
-from protocols.twopc.tm import TM_ID, TransactionManager
-from sim.run.runner import run_seed
-from tracing.codec import Trace, TraceStep, read_trace
-from tracing.validation.validator import validate_trace
+from tlasim.protocols.base import Core
+from tlasim.protocols.steps import StepList
+from tlasim.protocols.twopc.config import TwoPCConfig
+from tlasim.protocols.twopc.definition import TwoPhaseCommit
+from tlasim.protocols.twopc.rm import ResourceManager
+from tlasim.protocols.twopc.tm import TM_ID, TransactionManager
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.codec import Trace, TraceStep, read_trace
+from tlasim.tracing.validation.validator import validate_trace
 
 SEEDS = range(400)  # swarm seeds searched for one where the broken rule shows
 

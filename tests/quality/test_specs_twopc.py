@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from spec_manifest_checks import SPEC_FOLDERS, check_names, folder_tests
 
-from tracing.tla.speccheck import read_manifest
+from tlasim.tracing.tla.speccheck import read_manifest
 
 (
     results,

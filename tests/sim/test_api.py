@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from faults.plan import Crash, FaultPlan
-from faults.strategies import fault_plans
-from sim.api import RunFailed, nodes, run
+from tlasim.faults.plan import Crash, FaultPlan
+from tlasim.faults.strategies import fault_plans
+from tlasim.sim.api import RunFailed, nodes, run
 
 
 def test_nodes_names_every_node_of_a_run() -> None:

@@ -18,13 +18,13 @@ import psutil
 import pytest
 from distributed import LocalCluster
 
-import sim.campaign.executors as executors
-import sim.campaign.sweep as campaign_module
-from protocols.errors import ConfigError
-from sim.campaign.results import ResultsDB, SeedOutcome
-from sim.campaign.sweep import run_campaign
-from sim.run.runner import SeedRun
-from sim.run.runner import run_seed as real_run_seed
+import tlasim.sim.campaign.executors as executors
+import tlasim.sim.campaign.sweep as campaign_module
+from tlasim.protocols.errors import ConfigError
+from tlasim.sim.campaign.results import ResultsDB, SeedOutcome
+from tlasim.sim.campaign.sweep import run_campaign
+from tlasim.sim.run.runner import SeedRun
+from tlasim.sim.run.runner import run_seed as real_run_seed
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DRIVER = """
 import sys
 
-import sim.campaign.sweep as campaign
+import tlasim.sim.campaign.sweep as campaign
 
 db_path, log_path, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
 real_run_seed = campaign.run_seed
@@ -270,7 +270,7 @@ def test_a_campaign_traces_only_the_runs_whose_trace_it_uses(
         return real_run_seed(protocol, seed, **kwargs)
 
     monkeypatch.setattr(campaign_module, "run_seed", counting_run_seed)
-    monkeypatch.setattr("sim.run.runner.run_seed", counting_run_seed)
+    monkeypatch.setattr("tlasim.sim.run.runner.run_seed", counting_run_seed)
     outcomes = run_campaign(
         "twopc", range(12), bug="abort-after-prepare", validate="none", workers=1,
         trace_dir=str(tmp_path / "traces"),

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from protocols.errors import ConfigError, InternalError
-from sim.campaign.records import ValidateMode, parse_validate_mode
-from sim.campaign.results import ResultsDB
-from sim.campaign.sweep import run_campaign
-from sim.cli.main import main as cli
-from sim.run.runner import run_seed
-from tracing.emit.recorder import TLCRecorder
-from tracing.validation.validator import validate_traces
+from tlasim.protocols.errors import ConfigError, InternalError
+from tlasim.sim.campaign.records import ValidateMode, parse_validate_mode
+from tlasim.sim.campaign.results import ResultsDB
+from tlasim.sim.campaign.sweep import run_campaign
+from tlasim.sim.cli.main import main as cli
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.emit.recorder import TLCRecorder
+from tlasim.tracing.validation.validator import validate_traces
 
 
 def test_every_run_is_checked_and_gets_the_validators_verdict(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sim import exitcodes
+from tlasim.sim import exitcodes
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
 # The guard of RMChooseToAbort: the one place a working RM aborts on its own.
@@ -30,7 +30,7 @@ FAST = ["--seeds", "40", "--explore-states", "1500", "--show", "0"]
 
 def conformance(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "sim", "conformance", *map(str, args)],
+        [sys.executable, "-m", "tlasim.sim", "conformance", *map(str, args)],
         capture_output=True, text=True, check=False,
     )
 

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from sim.cli.corpus import corpus
-from sim.corpus import MANIFEST_NAME, CorpusOptions, build_corpus
-from tracing.codec import read_trace
-from tracing.mutation.mutate import MUTATIONS
-from tracing.validation.validator import validate_trace, validate_traces
+from tlasim.sim.cli.corpus import corpus
+from tlasim.sim.corpus import MANIFEST_NAME, CorpusOptions, build_corpus
+from tlasim.tracing.codec import read_trace
+from tlasim.tracing.mutation.mutate import MUTATIONS
+from tlasim.tracing.validation.validator import validate_trace, validate_traces
 
 COUNT, SEED, RATIO = 20, 1, 0.5
 
@@ -202,7 +202,7 @@ def test_cli_says_java_is_missing_before_any_run(tmp_path: Path) -> None:
 
 
 def test_options_are_checked_for_api_callers_too() -> None:
-    from protocols.errors import ConfigError
+    from tlasim.protocols.errors import ConfigError
 
     for bad in ({"count": 0}, {"count": 2, "invalid_ratio": -0.1}, {"count": 2, "seed": -1}):
         with pytest.raises(ConfigError):

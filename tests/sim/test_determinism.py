@@ -17,7 +17,7 @@ def _trace_hash(
     path = tmp_path / f"trace-{protocol}-{hash_seed}.{fmt}"
     env = dict(os.environ, PYTHONHASHSEED=hash_seed)
     subprocess.run(
-        [sys.executable, "-m", "sim", "run", protocol, "--seed", str(seed),
+        [sys.executable, "-m", "tlasim.sim", "run", protocol, "--seed", str(seed),
          "--trace", str(path), "--trace-format", fmt],
         env=env,
         check=True,

@@ -20,16 +20,16 @@ from typing import Any
 
 import pytest
 
-from protocols import get_protocol
-from protocols.base import Effect, Input, Receive, Recover, Send, SetTimer, Start, Timeout
-from protocols.definition import StepInfo
-from protocols.errors import ConfigError, InvariantViolation
-from protocols.steps import StepList
-from sim import exitcodes
-from sim.explore.canonical import state_digest
-from sim.explore.moves import DELIVER, FIRE, START, Move
-from sim.explore.schedule import Schedule, replay
-from sim.explore.search import (
+from tlasim.protocols import get_protocol
+from tlasim.protocols.base import Effect, Input, Receive, Recover, Send, SetTimer, Start, Timeout
+from tlasim.protocols.definition import StepInfo
+from tlasim.protocols.errors import ConfigError, InvariantViolation
+from tlasim.protocols.steps import StepList
+from tlasim.sim import exitcodes
+from tlasim.sim.explore.canonical import state_digest
+from tlasim.sim.explore.moves import DELIVER, FIRE, START, Move
+from tlasim.sim.explore.schedule import Schedule, replay
+from tlasim.sim.explore.search import (
     BFS,
     DFS,
     FOUND_ERROR,
@@ -38,8 +38,8 @@ from sim.explore.search import (
     SearchBounds,
     explore,
 )
-from sim.explore.system import ExploredSystem, FaultBounds
-from sim.kernel.rng import split
+from tlasim.sim.explore.system import ExploredSystem, FaultBounds
+from tlasim.sim.kernel.rng import split
 
 # ---- the relay protocol ------------------------------------------------------
 
@@ -333,7 +333,7 @@ def _schedule(bug: str | None, moves: tuple[Move, ...]) -> Schedule:
 
 @pytest.fixture(autouse=True)
 def _relay_registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    from protocols import PROTOCOLS
+    from tlasim.protocols import PROTOCOLS
 
     monkeypatch.setitem(PROTOCOLS, "relay", RELAY)
 
@@ -375,7 +375,7 @@ def test_breadth_first_finds_a_shortest_counterexample() -> None:
 
 def tlasim(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "sim", *args], capture_output=True, text=True, check=False,
+        [sys.executable, "-m", "tlasim.sim", *args], capture_output=True, text=True, check=False,
         cwd=cwd,
     )
 

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from protocols import get_protocol
-from protocols.definition import StepInfo
-from protocols.errors import ConfigError
-from sim.explore.moves import CRASH, Move
-from sim.explore.schedule import Schedule, replay
-from sim.explore.search import SearchBounds, explore
-from sim.explore.system import ExploredSystem, FaultBounds
-from sim.kernel.rng import split
+from tlasim.protocols import get_protocol
+from tlasim.protocols.definition import StepInfo
+from tlasim.protocols.errors import ConfigError
+from tlasim.sim.explore.moves import CRASH, Move
+from tlasim.sim.explore.schedule import Schedule, replay
+from tlasim.sim.explore.search import SearchBounds, explore
+from tlasim.sim.explore.system import ExploredSystem, FaultBounds
+from tlasim.sim.kernel.rng import split
 
 TWOPC = get_protocol("twopc")
 OPTIONS = TWOPC.make_options({"rm_count": 2, "tx_count": 1})

@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from protocols import get_protocol
-from protocols.errors import ConfigError
-from sim import exitcodes
-from sim.explore.canonical import EmbeddedName, Renaming, canonical, state_digest
-from sim.explore.search import BFS, DFS, FOUND_SAFETY, SearchBounds, explore
-from sim.explore.symmetry import symmetry_of
-from sim.explore.system import ExploredSystem, FaultBounds
-from sim.kernel.rng import split
+from tlasim.protocols import get_protocol
+from tlasim.protocols.errors import ConfigError
+from tlasim.sim import exitcodes
+from tlasim.sim.explore.canonical import EmbeddedName, Renaming, canonical, state_digest
+from tlasim.sim.explore.search import BFS, DFS, FOUND_SAFETY, SearchBounds, explore
+from tlasim.sim.explore.symmetry import symmetry_of
+from tlasim.sim.explore.system import ExploredSystem, FaultBounds
+from tlasim.sim.kernel.rng import split
 
 TWOPC = get_protocol("twopc")
 ALL_YES = {"tx_count": 1, "no_vote_probability": 0, "self_abort_probability": 0}
@@ -215,8 +215,8 @@ def test_a_core_that_embeds_a_node_id_in_a_string_is_refused_during_the_search()
 
 
 def tlasim(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sim", *args], capture_output=True, text=True,
-                          check=False)
+    return subprocess.run([sys.executable, "-m", "tlasim.sim", *args], capture_output=True,
+                          text=True, check=False)
 
 
 def test_the_cli_reports_the_symmetry_it_used_and_refuses_what_it_cannot_do() -> None:

@@ -23,12 +23,12 @@ from typing import Any
 
 import pytest
 
-from sim.corpus import CorpusOptions, build_corpus
-from sim.run.runner import run_seed
-from tracing.codec import Trace, read_trace, write_trace
-from tracing.validation.explain import Divergence
-from tracing.validation.validator import Verdict, validate_traces
-from tracing.values import Record
+from tlasim.sim.corpus import CorpusOptions, build_corpus
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.codec import Trace, read_trace, write_trace
+from tlasim.tracing.validation.explain import Divergence
+from tlasim.tracing.validation.validator import Verdict, validate_traces
+from tlasim.tracing.values import Record
 
 pytestmark = pytest.mark.slow
 

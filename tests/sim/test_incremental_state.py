@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from protocols import get_protocol
-from protocols.definition import Oracle, StepInfo
-from protocols.errors import InvariantViolation
-from sim.kernel.network import Network
-from sim.kernel.simulation import OUTCOME_OK, Simulation
-from tracing.values import canonical_json
+from tlasim.protocols import get_protocol
+from tlasim.protocols.definition import Oracle, StepInfo
+from tlasim.protocols.errors import InvariantViolation
+from tlasim.sim.kernel.network import Network
+from tlasim.sim.kernel.simulation import OUTCOME_OK, Simulation
+from tlasim.tracing.values import canonical_json
 
 
 class CrossChecked:

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from protocols import PROTOCOLS
-from sim.run.runner import run_seed
-from tracing.codec import read_trace, write_trace
-from tracing.mutation.partial import STRIPPINGS, only_changed, strip
-from tracing.validation.validator import validate_traces
+from tlasim.protocols import PROTOCOLS
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.codec import read_trace, write_trace
+from tlasim.tracing.mutation.partial import STRIPPINGS, only_changed, strip
+from tlasim.tracing.validation.validator import validate_traces
 
 SEEDS = range(1, 4)
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from bench.browser import CHROMIUM, chromium_page
-from sim.run.runner import run_seed
-from sim.view.html import run_page, write_page
-from sim.view.model import RunView, build_run_view, mark_tlc
-from tracing.codec import read_trace
-from tracing.validation.validator import validate_trace
+from tlasim.sim.run.runner import run_seed
+from tlasim.sim.view.html import run_page, write_page
+from tlasim.sim.view.model import RunView, build_run_view, mark_tlc
+from tlasim.tracing.codec import read_trace
+from tlasim.tracing.validation.validator import validate_trace
 
 # `make test` installs Chromium first and says so (TLASIM_BROWSER=required):
 # there a missing browser fails these tests instead of skipping them.

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from faults.plan import FaultPlan
-from sim import exitcodes
-from sim.campaign.results import SCHEMA_VERSION, ResultsDB, SeedOutcome
-from sim.cli.main import main
-from sim.kernel.options import SimOptions
-from sim.run.runner import run_seed
-from tracing.printable import printable
+from tlasim.faults.plan import FaultPlan
+from tlasim.sim import exitcodes
+from tlasim.sim.campaign.results import SCHEMA_VERSION, ResultsDB, SeedOutcome
+from tlasim.sim.cli.main import main
+from tlasim.sim.kernel.options import SimOptions
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.printable import printable
 
 OK = SeedOutcome(
     seed=0, outcome="ok", failure=None, steps=120, last_tick=431, crashes=1, messages_lost=2,
@@ -181,7 +181,7 @@ def test_a_database_path_that_is_not_a_regular_file_is_refused_without_blocking(
                      "--db", str(path)],
     }[command]
     # A subprocess, so that a regression hangs only it: the timeout is a safety net.
-    done = subprocess.run([sys.executable, "-m", "sim", *args], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "tlasim.sim", *args], capture_output=True,
                           text=True, timeout=120, check=False, cwd=tmp_path)
     assert done.returncode == exitcodes.USAGE, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
@@ -192,7 +192,7 @@ def test_a_fifo_given_as_plan_is_refused_without_blocking(tmp_path: Path) -> Non
     fifo = tmp_path / "plan.fifo"
     os.mkfifo(fifo)
     done = subprocess.run(
-        [sys.executable, "-m", "sim", "run", "twopc", "--seed", "1", "--plan", str(fifo)],
+        [sys.executable, "-m", "tlasim.sim", "run", "twopc", "--seed", "1", "--plan", str(fifo)],
         capture_output=True, text=True, timeout=120, check=False,
     )
     assert done.returncode == exitcodes.USAGE, done.stderr
@@ -409,7 +409,7 @@ def test_resume_after_a_code_change_says_it_starts_afresh_and_why(
     assert code == exitcodes.OK, output
     assert "resuming campaign 1 (twopc --seeds 0:2): 2 of 2 seeds finished" in output
 
-    import sim.campaign.sweep as sweep
+    import tlasim.sim.campaign.sweep as sweep
 
     monkeypatch.setattr(sweep, "source_revision", lambda files: "sha256:changed")
     code, output = invoke(*args, "--resume")
@@ -431,7 +431,7 @@ def test_printable_shows_control_characters_and_ansi_escapes_as_escapes() -> Non
 
 
 def test_values_from_a_database_cannot_forge_output_lines(tmp_path: Path) -> None:
-    from sim.campaign.sweep import campaign_options_json
+    from tlasim.sim.campaign.sweep import campaign_options_json
 
     forged = replace(
         SAFETY, failure="agreement: x\nACCEPTED: all good\x1b[32m :smile:",
@@ -462,7 +462,7 @@ def test_values_from_a_database_cannot_forge_output_lines(tmp_path: Path) -> Non
 
 def _forged_failure_db(path: Path) -> Path:
     """A database whose one row claims a failure that twopc seed 7 does not have."""
-    from sim.campaign.sweep import campaign_options_json
+    from tlasim.sim.campaign.sweep import campaign_options_json
 
     with ResultsDB(path) as db:
         campaign = db.open_campaign("twopc", None, range(0, 10),
@@ -494,7 +494,7 @@ def test_an_unsealed_row_that_does_not_replay_names_both_causes(tmp_path: Path) 
 def test_repro_after_a_code_change_says_the_replay_runs_todays_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sim.campaign.sweep as sweep
+    import tlasim.sim.campaign.sweep as sweep
 
     db = _forged_failure_db(tmp_path / "results.db")
     monkeypatch.setattr(sweep, "source_revision", lambda files: "sha256:changed")

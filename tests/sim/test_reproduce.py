@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from faults.plan import FaultPlan
-from sim.campaign.shrinking import shrink_failure
-from sim.cli.main import main
-from sim.kernel.options import SimOptions
-from sim.run.runner import run_seed
+from tlasim.faults.plan import FaultPlan
+from tlasim.sim.campaign.shrinking import shrink_failure
+from tlasim.sim.cli.main import main
+from tlasim.sim.kernel.options import SimOptions
+from tlasim.sim.run.runner import run_seed
 
 
 @pytest.fixture(autouse=True)
@@ -63,8 +63,8 @@ def test_shrink_of_a_passing_seed_is_a_usage_error() -> None:
 
 
 def test_search_command_is_repeatable_and_reports_a_shrunk_failure(failure_dir: Path) -> None:
-    command = [sys.executable, "-m", "sim", "search", "twopc", "--bug", "tm-forgets-decision",
-               "--examples", "150"]
+    command = [sys.executable, "-m", "tlasim.sim", "search", "twopc", "--bug",
+               "tm-forgets-decision", "--examples", "150"]
     env = {**os.environ, "TLASIM_FAILURE_DIR": str(failure_dir)}
     first, second = (
         subprocess.run(command, capture_output=True, text=True, check=False, env=env)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from protocols.errors import ConfigError
-from sim.campaign.results import (
+from tlasim.protocols.errors import ConfigError
+from tlasim.sim.campaign.results import (
     APPLICATION_ID,
     SCHEMA_VERSION,
     ResultsDB,

@@ -7,10 +7,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from sim.kernel.simulation import OUTCOME_OK
-from sim.run.runner import run_seed
-from tracing.codec import read_trace
-from tracing.validation.validator import validate_trace
+from tlasim.sim.kernel.simulation import OUTCOME_OK
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.codec import read_trace
+from tlasim.tracing.validation.validator import validate_trace
 
 
 def test_correct_shardsplit_passes_every_oracle_on_200_swarm_seeds() -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from sim.kernel.options import SimOptions
-from sim.kernel.simulation import OUTCOME_OK
-from sim.run.runner import run_seed
-from tracing.codec import read_trace
-from tracing.validation.validator import validate_trace
+from tlasim.sim.kernel.options import SimOptions
+from tlasim.sim.kernel.simulation import OUTCOME_OK
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.codec import read_trace
+from tlasim.tracing.validation.validator import validate_trace
 
 
 def test_correct_twopc_passes_every_oracle_on_200_swarm_seeds() -> None:

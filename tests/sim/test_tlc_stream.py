@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from protocols.errors import ToolNotFound
-from sim.run.runner import run_recorded
-from tracing.tla.binary import PreparedTrace, TraceBlobWriter
-from tracing.validation import tlc_stream
-from tracing.validation.tlc_batch import CheckSession, SessionResult
+from tlasim.protocols.errors import ToolNotFound
+from tlasim.sim.run.runner import run_recorded
+from tlasim.tracing.tla.binary import PreparedTrace, TraceBlobWriter
+from tlasim.tracing.validation import tlc_stream
+from tlasim.tracing.validation.tlc_batch import CheckSession, SessionResult
 
 BUG = "abort-after-prepare"
 

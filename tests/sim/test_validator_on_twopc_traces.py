@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from protocols.errors import TraceFormatError
-from sim.run.runner import run_seed
-from tracing.codec import END_EVENT
-from tracing.validation.validator import validate_trace
+from tlasim.protocols.errors import TraceFormatError
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.codec import END_EVENT
+from tlasim.tracing.validation.validator import validate_trace
 
 SEED = 85  # 109 steps: a TM crash, a lost message, every twopc action kind
 

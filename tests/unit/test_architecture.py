@@ -28,13 +28,15 @@ ALLOWED = {
 
 
 def imported_modules(path: Path) -> set[str]:
+    """The modules a file imports, tlasim's own named by their folder
+    (`tlasim.protocols.errors` as `protocols.errors`)."""
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
-    return names
+    return {name.removeprefix("tlasim.") for name in names}
 
 
 def is_allowed(module: str, allowed: set[str]) -> bool:
@@ -52,3 +54,25 @@ def test_leaf_package_imports_only_what_the_architecture_allows(package: str) ->
             if not is_allowed(module, ALLOWED[package]):
                 bad.append(f"{path.relative_to(ROOT)} imports {module}")
     assert not bad, "\n".join(bad)
+
+
+OWN = ("sim", "protocols", "faults", "tracing", "specs")
+
+
+@pytest.mark.parametrize("folder", [*OWN, "tests"])
+def test_tlasims_own_packages_are_imported_under_the_tlasim_name(folder: str) -> None:
+    # Installed, tlasim's folders are tlasim.sim, tlasim.protocols, ...: a bare
+    # `import protocols` would find a user's own package of that name, or none.
+    bare = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                modules = [node.module]
+            else:
+                continue
+            bare += [f"{path.relative_to(ROOT)} imports {m}" for m in modules
+                     if m.split(".")[0] in OWN]
+    assert not bare, "\n".join(bare)

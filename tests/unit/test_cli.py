@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from protocols.twopc.bugs import BUGS
-from sim import exitcodes
-from sim.cli.main import main
-from tracing.codec import STEP_EVENT
+from tlasim.protocols.twopc.bugs import BUGS
+from tlasim.sim import exitcodes
+from tlasim.sim.cli.main import main
+from tlasim.tracing.codec import STEP_EVENT
 
 
 def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -172,7 +172,7 @@ def test_bad_fault_plan_exits_with_usage_code(tmp_path: Path, plan: str) -> None
 
 
 def test_plan_file_replays_the_swarm_plan_of_a_seed(tmp_path: Path) -> None:
-    from sim.run.runner import run_seed
+    from tlasim.sim.run.runner import run_seed
 
     swarm = run_seed("twopc", 41, bug="commit-before-durable", trace_path=tmp_path / "a.ndjson")
     (tmp_path / "plan.json").write_text(swarm.result.plan.to_json())

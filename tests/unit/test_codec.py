@@ -11,9 +11,9 @@ from typing import Any
 import msgpack
 import pytest
 
-from protocols.errors import ConfigError, InternalError, TraceFormatError
-from tracing.codec import TraceWriter, read_trace
-from tracing.values import FnMap, Record
+from tlasim.protocols.errors import ConfigError, InternalError, TraceFormatError
+from tlasim.tracing.codec import TraceWriter, read_trace
+from tlasim.tracing.values import FnMap, Record
 
 HEADER = {
     "event": "tla_trace_header",
@@ -276,7 +276,7 @@ def test_unchanged_variables_are_one_object_from_line_to_line(tmp_path: Path) ->
 def test_a_fifo_a_device_or_a_folder_given_as_a_trace_is_refused_at_once(
     irregular_path: Path,
 ) -> None:
-    from tracing.interchange.itf import read_itf
+    from tlasim.tracing.interchange.itf import read_itf
 
     path = irregular_path
     for read in (read_trace, read_itf):

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from protocols.errors import ConfigError
-from sim.conformance.check import compare
-from sim.conformance.model import Explained, read_model
-from sim.conformance.profiles import NET_ROLE, Ownership, Profiler, normalise
-from sim.conformance.spec_side import SideProfiles, _read_dot, _unescape
-from tracing.tla.parse import ModelValue, parse_state
-from tracing.values import Record
+from tlasim.protocols.errors import ConfigError
+from tlasim.sim.conformance.check import compare
+from tlasim.sim.conformance.model import Explained, read_model
+from tlasim.sim.conformance.profiles import NET_ROLE, Ownership, Profiler, normalise
+from tlasim.sim.conformance.spec_side import SideProfiles, _read_dot, _unescape
+from tlasim.tracing.tla.parse import ModelValue, parse_state
+from tlasim.tracing.values import Record
 
 OWNERS = Ownership.parse(
     {"tmState": "tm", "rmState": "[*][node]", "rmUp": "[node]", "msgs": "network"}, "test"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocols.derived import Derived, DerivedEach, per_node
+from tlasim.protocols.derived import Derived, DerivedEach, per_node
 
 
 def test_derived_hands_out_the_same_object_while_every_input_is_the_same_object() -> None:

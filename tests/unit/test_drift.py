@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from protocols import PROTOCOLS
-from protocols.definition import ProtocolDefinition
-from protocols.errors import SpecError
-from sim import exitcodes
-from sim.cli.drift import drift
-from sim.drift.check import declaration_problems, scan_actions, schema_problems
-from sim.drift.modelled import (
+from tlasim.protocols import PROTOCOLS
+from tlasim.protocols.definition import ProtocolDefinition
+from tlasim.protocols.errors import SpecError
+from tlasim.sim import exitcodes
+from tlasim.sim.cli.drift import drift
+from tlasim.sim.drift.check import declaration_problems, scan_actions, schema_problems
+from tlasim.sim.drift.modelled import (
     ROOT,
     check_record,
     hash_item,
@@ -32,8 +32,8 @@ from sim.drift.modelled import (
     record_path,
     update_record,
 )
-from sim.run.runner import run_seed
-from tracing.codec import STEP_EVENT
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.codec import STEP_EVENT
 
 TWOPC = PROTOCOLS["twopc"]
 TM_CLASS = "protocols/twopc/tm.py:TransactionManager"

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import structlog
 
-from protocols.errors import ConfigError, InternalError, TraceFormatError
-from tracing.codec import read_trace
-from tracing.emit.emitter import TraceEmitter
-from tracing.values import Record, freeze
+from tlasim.protocols.errors import ConfigError, InternalError, TraceFormatError
+from tlasim.tracing.codec import read_trace
+from tlasim.tracing.emit.emitter import TraceEmitter
+from tlasim.tracing.values import Record, freeze
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from faults.plan import Crash, FaultPlan, Partition, Window
-from faults.strategies import fault_plans
-from protocols.errors import ConfigError
+from tlasim.faults.plan import Crash, FaultPlan, Partition, Window
+from tlasim.faults.strategies import fault_plans
+from tlasim.protocols.errors import ConfigError
 
 NODES = ("tm", "r1", "r2", "r3")
 

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
-from faults.plan import Crash, FaultPlan, Partition, Window
-from faults.strategies import fault_plans, workloads
-from protocols import get_protocol
-from protocols.errors import ConfigError
-from protocols.twopc.config import TwoPCOptions
+from tlasim.faults.plan import Crash, FaultPlan, Partition, Window
+from tlasim.faults.strategies import fault_plans, workloads
+from tlasim.protocols import get_protocol
+from tlasim.protocols.errors import ConfigError
+from tlasim.protocols.twopc.config import TwoPCOptions
 
 NODES = ("tm", "r1", "r2")
 

@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tla_kinds import tlc_can_hold
 
-from protocols.errors import ConfigError, TraceFormatError
-from tracing.interchange.foreign import decode_plain, load_foreign_trace, read_foreign_log
-from tracing.interchange.log_mapping import read_mapping
-from tracing.tla.type_expr import ANY, Shape
-from tracing.validation.validator import validate_trace
-from tracing.values import FnMap, Record, canonical_json, to_json
+from tlasim.protocols.errors import ConfigError, TraceFormatError
+from tlasim.tracing.interchange.foreign import decode_plain, load_foreign_trace, read_foreign_log
+from tlasim.tracing.interchange.log_mapping import read_mapping
+from tlasim.tracing.tla.type_expr import ANY, Shape
+from tlasim.tracing.validation.validator import validate_trace
+from tlasim.tracing.values import FnMap, Record, canonical_json, to_json
 
 FOREIGN = Path(__file__).resolve().parents[2] / "docs" / "examples" / "foreign"
 LOG, MAPPING = FOREIGN / "twopc.log", FOREIGN / "twopc.toml"

@@ -29,14 +29,14 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from faults.plan import FaultPlan
-from protocols.errors import ConfigError, InternalError, TLCError, TraceFormatError
-from tracing.codec import read_trace
-from tracing.interchange.itf import itf_to_tagged, itf_to_trace
-from tracing.tla.literal import to_tla
-from tracing.tla.parse import parse_value, tlc_key
-from tracing.tla.type_expr import parse_type, type_hint
-from tracing.values import MAX_DEPTH, FnMap, Record, canonical_json, from_json
+from tlasim.faults.plan import FaultPlan
+from tlasim.protocols.errors import ConfigError, InternalError, TLCError, TraceFormatError
+from tlasim.tracing.codec import read_trace
+from tlasim.tracing.interchange.itf import itf_to_tagged, itf_to_trace
+from tlasim.tracing.tla.literal import to_tla
+from tlasim.tracing.tla.parse import parse_value, tlc_key
+from tlasim.tracing.tla.type_expr import parse_type, type_hint
+from tlasim.tracing.values import MAX_DEPTH, FnMap, Record, canonical_json, from_json
 
 _ENV = int(os.environ.get("TLASIM_FUZZ_EXAMPLES", "0"))
 FUZZ_EXAMPLES = _ENV or 400
@@ -365,7 +365,7 @@ def test_a_value_read_from_a_trace_file_is_what_the_file_says_type_for_type(
 
 @functools.cache
 def _real_trace_lines() -> tuple[bytes, ...]:
-    from sim.run.runner import run_seed
+    from tlasim.sim.run.runner import run_seed
 
     path = _WORK / "real.ndjson"
     run_seed("twopc", 1, trace_path=path)

@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from protocols.checked import JSON_MAX_DEPTH, checked_finite, checked_int, clip, load_json
-from protocols.errors import ConfigError, TraceFormatError
-from sim import exitcodes
-from sim.cli.main import main
-from sim.cli.support import ERROR_MAX_CHARS
-from tracing.codec import read_trace
-from tracing.interchange.itf import itf_to_tagged, read_itf
+from tlasim.protocols.checked import JSON_MAX_DEPTH, checked_finite, checked_int, clip, load_json
+from tlasim.protocols.errors import ConfigError, TraceFormatError
+from tlasim.sim import exitcodes
+from tlasim.sim.cli.main import main
+from tlasim.sim.cli.support import ERROR_MAX_CHARS
+from tlasim.tracing.codec import read_trace
+from tlasim.tracing.interchange.itf import itf_to_tagged, read_itf
 
 SCHEDULE = {
     "tlasim_schedule": 1, "protocol": "twopc", "seed": 0, "bug": None,

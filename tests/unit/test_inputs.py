@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from protocols.errors import ConfigError, TraceFormatError
-from tracing.inputs import check_regular_file, open_regular_file, read_regular_file
+from tlasim.protocols.errors import ConfigError, TraceFormatError
+from tlasim.tracing.inputs import check_regular_file, open_regular_file, read_regular_file
 
 
 def test_read_regular_file_returns_the_bytes(tmp_path: Path) -> None:

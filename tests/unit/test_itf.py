@@ -14,13 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tla_kinds import tlc_can_hold
 
-from protocols.errors import TraceFormatError
-from sim import exitcodes
-from sim.cli.interchange import export
-from sim.run.runner import run_seed
-from tracing.codec import Trace, read_trace
-from tracing.interchange.foreign import load_foreign_trace
-from tracing.interchange.itf import (
+from tlasim.protocols.errors import TraceFormatError
+from tlasim.sim import exitcodes
+from tlasim.sim.cli.interchange import export
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.codec import Trace, read_trace
+from tlasim.tracing.interchange.foreign import load_foreign_trace
+from tlasim.tracing.interchange.itf import (
     itf_to_tagged,
     itf_to_trace,
     read_itf,
@@ -28,8 +28,8 @@ from tracing.interchange.itf import (
     value_to_itf,
     write_itf,
 )
-from tracing.tla.type_expr import ANY, Shape
-from tracing.values import FnMap, Record, canonical_json, from_json
+from tlasim.tracing.tla.type_expr import ANY, Shape
+from tlasim.tracing.values import FnMap, Record, canonical_json, from_json
 
 FOREIGN = Path(__file__).resolve().parents[2] / "docs" / "examples" / "foreign"
 PROTOCOLS = ("twopc", "shardsplit", "snapshot")

@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from faults.plan import Crash, FaultPlan, Partition, Window
-from protocols import get_protocol
-from protocols.errors import ConfigError
-from sim.kernel.disk import Disk
-from sim.kernel.options import NetworkOptions, SimOptions
-from sim.kernel.rng import split
-from sim.kernel.simulation import Simulation
-from tracing.codec import END_EVENT
-from tracing.emit.emitter import TraceEmitter
-from tracing.values import from_json
+from tlasim.faults.plan import Crash, FaultPlan, Partition, Window
+from tlasim.protocols import get_protocol
+from tlasim.protocols.errors import ConfigError
+from tlasim.sim.kernel.disk import Disk
+from tlasim.sim.kernel.options import NetworkOptions, SimOptions
+from tlasim.sim.kernel.rng import split
+from tlasim.sim.kernel.simulation import Simulation
+from tlasim.tracing.codec import END_EVENT
+from tlasim.tracing.emit.emitter import TraceEmitter
+from tlasim.tracing.values import from_json
 
 TWOPC = get_protocol("twopc")
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.errors import ConfigError
-from protocols.linearizability import (
+from tlasim.protocols.errors import ConfigError
+from tlasim.protocols.linearizability import (
     BRUTE_FORCE_MAX_OPS_PER_KEY,
     Op,
     brute_force_linearizable,

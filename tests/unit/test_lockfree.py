@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 
-from protocols import PROTOCOLS
-from protocols.base import Start, Timeout, Trace
-from protocols.definition import ProtocolDefinition, StepInfo
-from protocols.errors import InvariantViolation
-from protocols.lockfree.memory import SharedMemory
-from protocols.lockfree.thread import NULL, STEP
-from sim.run.runner import run_seed
-from tracing.codec import read_trace
-from tracing.validation.validator import validate_traces
+from tlasim.protocols import PROTOCOLS
+from tlasim.protocols.base import Start, Timeout, Trace
+from tlasim.protocols.definition import ProtocolDefinition, StepInfo
+from tlasim.protocols.errors import InvariantViolation
+from tlasim.protocols.lockfree.memory import SharedMemory
+from tlasim.protocols.lockfree.thread import NULL, STEP
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.codec import read_trace
+from tlasim.tracing.validation.validator import validate_traces
 
 QUEUE = PROTOCOLS["lockfree-queue"]
 STACK = PROTOCOLS["lockfree-stack"]

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from sim.run.runner import run_seed
-from tracing.codec import Trace, TraceStep, read_trace, write_trace
-from tracing.mutation.mutate import MUTATIONS, Mutant, mutate, renumbered
-from tracing.validation.validator import validate_traces
-from tracing.values import Record
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.codec import Trace, TraceStep, read_trace, write_trace
+from tlasim.tracing.mutation.mutate import MUTATIONS, Mutant, mutate, renumbered
+from tlasim.tracing.validation.validator import validate_traces
+from tlasim.tracing.values import Record
 
 # Seed 85 has crashes, loss and duplication under swarm faults.
 SEED = 85

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tracing.tla.next_split import action_of_label, split_next
-from tracing.tla.sany import export_xml
+from tlasim.tracing.tla.next_split import action_of_label, split_next
+from tlasim.tracing.tla.sany import export_xml
 
 MODULE = r"""---- MODULE S ----
 EXTENDS Naturals

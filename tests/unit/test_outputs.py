@@ -24,14 +24,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from protocols.errors import ConfigError, TraceFormatError
-from sim import exitcodes
-from sim.campaign.results import ResultsDB, SeedOutcome
-from sim.campaign.sweep import campaign_options_json, plan_json
-from sim.cli.main import main
-from sim.run.runner import run_seed
-from tracing.codec import read_trace
-from tracing.outputs import open_output, write_output
+from tlasim.protocols.errors import ConfigError, TraceFormatError
+from tlasim.sim import exitcodes
+from tlasim.sim.campaign.results import ResultsDB, SeedOutcome
+from tlasim.sim.campaign.sweep import campaign_options_json, plan_json
+from tlasim.sim.cli.main import main
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.codec import read_trace
+from tlasim.tracing.outputs import open_output, write_output
 
 DEVICE = Path("/dev/null")
 SAFETY_SEED = 96  # breaks agreement under abort-after-prepare (see test_cli.py)
@@ -338,8 +338,8 @@ def test_a_validated_run_into_a_fifo_is_checked_from_a_copy_and_streamed_whole(
 def test_run_trace_fifo_without_a_reader_is_refused_without_hanging(tmp_path: Path) -> None:
     fifo = tmp_path / "trace.fifo"
     os.mkfifo(fifo)
-    done = subprocess.run([sys.executable, "-m", "sim", *run_args(fifo)], capture_output=True,
-                          text=True, timeout=120, check=False)
+    done = subprocess.run([sys.executable, "-m", "tlasim.sim", *run_args(fifo)],
+                          capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == exitcodes.USAGE, done.stdout + done.stderr
     assert done.stdout == ""
     assert_one_line_error(done.stderr, "--trace", "no process reads the FIFO")

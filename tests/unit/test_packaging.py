@@ -1,10 +1,11 @@
 """A non-editable install ships every protocol and every spec file.
 
-The wheel's contents come from pyproject.toml: packages are found (with
-`namespaces = false`, so only folders with an `__init__.py`), and the
-specs' data files are matched by globs. A new protocol or spec file that
-either rule misses works in the repository and is absent from the wheel,
-so both are held here against the files themselves.
+The wheel's contents come from pyproject.toml: the packages are listed
+under the one import name `tlasim` (each top-level folder mapped to its
+subpackage by `package-dir`), and the specs' data files are matched by
+globs. A new package or spec file that either list misses works in the
+repository and is absent from the wheel, so both are held here against
+the files themselves.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def setuptools_config() -> dict[str, object]:
 
 
 def test_every_spec_file_is_package_data() -> None:
-    patterns = setuptools_config()["package-data"]["specs"]  # type: ignore[index]
+    patterns = setuptools_config()["package-data"]["tlasim.specs"]  # type: ignore[index]
     shipped = {path for pattern in patterns for path in (ROOT / "specs").glob(pattern)}
     files = {
         path
@@ -32,10 +33,23 @@ def test_every_spec_file_is_package_data() -> None:
     assert sorted(str(p.relative_to(ROOT)) for p in files - shipped) == []
 
 
-def test_every_folder_of_protocol_code_is_a_package_the_wheel_finds() -> None:
-    find = setuptools_config()["packages"]["find"]  # type: ignore[index]
-    assert "protocols.*" in find["include"] and find["namespaces"] is False
-    folders = {path.parent for path in (ROOT / "protocols").rglob("*.py")}
+FOLDERS = ("sim", "protocols", "faults", "tracing", "specs")
+
+
+def test_every_package_folder_is_listed_and_every_listed_package_is_a_folder() -> None:
+    config = setuptools_config()
+    package_dir = config["package-dir"]
+    assert package_dir == {f"tlasim.{folder}": folder for folder in FOLDERS}
+    folders = {
+        "tlasim." + ".".join(path.parent.relative_to(ROOT).parts)
+        for folder in FOLDERS for path in (ROOT / folder).rglob("__init__.py")
+    }
+    assert sorted(folders) == sorted(config["packages"])  # type: ignore[arg-type]
+
+
+def test_every_folder_of_python_code_is_a_package() -> None:
+    # A folder of modules without an __init__.py would be left out of the wheel.
+    folders = {path.parent for folder in FOLDERS for path in (ROOT / folder).rglob("*.py")}
     assert sorted(
         str(f.relative_to(ROOT)) for f in folders if not (f / "__init__.py").is_file()
     ) == []

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tracing.tla.tlc import find_java, find_tla2tools, run_jar_class
+from tlasim.tracing.tla.tlc import find_java, find_tla2tools, run_jar_class
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
 BEGIN, END = "\\* BEGIN TRANSLATION", "\\* END TRANSLATION"

@@ -20,15 +20,15 @@ from typing import Any
 
 import pytest
 
-from protocols import PROTOCOLS, definition_modules, find_definitions, get_protocol
-from protocols.base import Send, Timeout
-from protocols.defaults import ProtocolBase
-from protocols.errors import ConfigError, InternalError, ProtocolViolation, SpecError
-from protocols.trace_template import find_template, read_action_names, read_name_set
-from sim.drift.check import declaration_problems, schema_problems
-from sim.run.runner import run_seed
-from tracing.tla.speccheck import find_spec
-from tracing.validation.validator import validate_trace
+from tlasim.protocols import PROTOCOLS, definition_modules, find_definitions, get_protocol
+from tlasim.protocols.base import Send, Timeout
+from tlasim.protocols.defaults import ProtocolBase
+from tlasim.protocols.errors import ConfigError, InternalError, ProtocolViolation, SpecError
+from tlasim.protocols.trace_template import find_template, read_action_names, read_name_set
+from tlasim.sim.drift.check import declaration_problems, schema_problems
+from tlasim.sim.run.runner import run_seed
+from tlasim.tracing.tla.speccheck import find_spec
+from tlasim.tracing.validation.validator import validate_trace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FIXTURE_SPECS = FIXTURES / "specs"
@@ -61,9 +61,9 @@ def test_discovery_finds_exactly_the_five_protocols_in_name_order() -> None:
         "snapshot",
         "twopc",
     ]
-    twopc = importlib.import_module("protocols.twopc.definition")
+    twopc = importlib.import_module("tlasim.protocols.twopc.definition")
     assert get_protocol("twopc") is twopc.DEFINITION
-    queue = importlib.import_module("protocols.lockfree.queue.definition")
+    queue = importlib.import_module("tlasim.protocols.lockfree.queue.definition")
     assert get_protocol("lockfree-queue") is queue.DEFINITION
 
 

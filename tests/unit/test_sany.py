@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from protocols import PROTOCOLS
-from protocols.errors import SpecError, ToolNotFound
-from tracing.tla.sany import SpecShape, export_xml, schema_drift, spec_shape
-from tracing.tla.speccheck import find_spec
+from tlasim.protocols import PROTOCOLS
+from tlasim.protocols.errors import SpecError, ToolNotFound
+from tlasim.tracing.tla.sany import SpecShape, export_xml, schema_drift, spec_shape
+from tlasim.tracing.tla.speccheck import find_spec
 
 _BASE = """---- MODULE Base ----
 VARIABLE b

@@ -8,23 +8,33 @@ from typing import Any
 import msgpack
 import pytest
 
-from protocols.base import Effect, Persist, Receive, Recover, Send, SetTimer, Start, Timeout, Trace
-from protocols.definition import StepInfo
-from protocols.errors import ConfigError, InvariantViolation, ProtocolViolation
-from protocols.frozen import FrozenRecord
-from protocols.shardsplit import bugs
-from protocols.shardsplit.client import Client
-from protocols.shardsplit.config import (
+from tlasim.protocols.base import (
+    Effect,
+    Persist,
+    Receive,
+    Recover,
+    Send,
+    SetTimer,
+    Start,
+    Timeout,
+    Trace,
+)
+from tlasim.protocols.definition import StepInfo
+from tlasim.protocols.errors import ConfigError, InvariantViolation, ProtocolViolation
+from tlasim.protocols.frozen import FrozenRecord
+from tlasim.protocols.shardsplit import bugs
+from tlasim.protocols.shardsplit.client import Client
+from tlasim.protocols.shardsplit.config import (
     NO_VALUE,
     ShardSplitConfig,
     ShardSplitOptions,
     build_config,
     write_id,
 )
-from protocols.shardsplit.coordinator import Coordinator
-from protocols.shardsplit.messages import FIELDS, from_wire, message, to_wire
-from protocols.shardsplit.oracles import ShardSplitOracle
-from protocols.shardsplit.shard import Shard
+from tlasim.protocols.shardsplit.coordinator import Coordinator
+from tlasim.protocols.shardsplit.messages import FIELDS, from_wire, message, to_wire
+from tlasim.protocols.shardsplit.oracles import ShardSplitOracle
+from tlasim.protocols.shardsplit.shard import Shard
 
 
 def config(bug: str | None = None, **options: Any) -> ShardSplitConfig:

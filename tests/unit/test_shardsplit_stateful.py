@@ -56,7 +56,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from protocols.base import (
+from tlasim.protocols.base import (
     CancelTimer,
     Effect,
     Input,
@@ -69,10 +69,10 @@ from protocols.base import (
     Timeout,
     Trace,
 )
-from protocols.definition import StepInfo
-from protocols.errors import InvariantViolation
-from protocols.shardsplit.bugs import BUGS
-from protocols.shardsplit.config import (
+from tlasim.protocols.definition import StepInfo
+from tlasim.protocols.errors import InvariantViolation
+from tlasim.protocols.shardsplit.bugs import BUGS
+from tlasim.protocols.shardsplit.config import (
     COORD_ID,
     NO_VALUE,
     PUT,
@@ -80,12 +80,12 @@ from protocols.shardsplit.config import (
     ShardSplitOptions,
     build_config,
 )
-from protocols.shardsplit.coordinator import PHASE_TRANSITIONS
-from protocols.shardsplit.definition import DEFINITION
-from protocols.shardsplit.messages import FIELDS, Message, from_wire, to_wire
-from protocols.shardsplit.oracles import ShardSplitOracle
-from protocols.shardsplit.shard import SERVING, SHARD_TRANSITIONS
-from tracing.values import freeze
+from tlasim.protocols.shardsplit.coordinator import PHASE_TRANSITIONS
+from tlasim.protocols.shardsplit.definition import DEFINITION
+from tlasim.protocols.shardsplit.messages import FIELDS, Message, from_wire, to_wire
+from tlasim.protocols.shardsplit.oracles import ShardSplitOracle
+from tlasim.protocols.shardsplit.shard import SERVING, SHARD_TRANSITIONS
+from tlasim.tracing.values import freeze
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "shardsplit-model.md"
 

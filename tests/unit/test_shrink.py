@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faults.plan import Crash, FaultPlan, Partition, Window
-from faults.shrink import ShrinkResult, shrink_plan
-from faults.strategies import fault_plans
-from protocols.errors import ConfigError
+from tlasim.faults.plan import Crash, FaultPlan, Partition, Window
+from tlasim.faults.shrink import ShrinkResult, shrink_plan
+from tlasim.faults.strategies import fault_plans
+from tlasim.protocols.errors import ConfigError
 
 NODES = ("tm", "r1", "r2", "r3")
 

@@ -8,22 +8,22 @@ from typing import Any
 import msgpack
 import pytest
 
-from protocols.base import Effect, Persist, Receive, Recover, Send, Timeout, Trace
-from protocols.definition import StepInfo
-from protocols.errors import ConfigError, InvariantViolation, ProtocolViolation
-from protocols.frozen import FrozenRecord
-from protocols.snapshot import bugs
-from protocols.snapshot.config import (
+from tlasim.protocols.base import Effect, Persist, Receive, Recover, Send, Timeout, Trace
+from tlasim.protocols.definition import StepInfo
+from tlasim.protocols.errors import ConfigError, InvariantViolation, ProtocolViolation
+from tlasim.protocols.frozen import FrozenRecord
+from tlasim.protocols.snapshot import bugs
+from tlasim.protocols.snapshot.config import (
     NO_VALUE,
     SnapshotConfig,
     SnapshotOptions,
     build_config,
     write_id,
 )
-from protocols.snapshot.messages import SCHEMA, from_wire, message, to_wire
-from protocols.snapshot.oracles import SnapshotOracle
-from protocols.snapshot.receiver import Receiver
-from protocols.snapshot.source import Source
+from tlasim.protocols.snapshot.messages import SCHEMA, from_wire, message, to_wire
+from tlasim.protocols.snapshot.oracles import SnapshotOracle
+from tlasim.protocols.snapshot.receiver import Receiver
+from tlasim.protocols.snapshot.source import Source
 
 
 def config(bug: str | None = None, **options: Any) -> SnapshotConfig:

@@ -72,7 +72,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from protocols.base import (
+from tlasim.protocols.base import (
     CancelTimer,
     Effect,
     Input,
@@ -85,11 +85,11 @@ from protocols.base import (
     Timeout,
     Trace,
 )
-from protocols.definition import StepInfo
-from protocols.errors import InvariantViolation
-from protocols.frozen import FrozenRecord
-from protocols.snapshot.bugs import BUGS, DUPLICATE_CHUNK_REAPPLIED
-from protocols.snapshot.config import (
+from tlasim.protocols.definition import StepInfo
+from tlasim.protocols.errors import InvariantViolation
+from tlasim.protocols.frozen import FrozenRecord
+from tlasim.protocols.snapshot.bugs import BUGS, DUPLICATE_CHUNK_REAPPLIED
+from tlasim.protocols.snapshot.config import (
     NO_POSITION,
     NO_VALUE,
     RECEIVER_ID,
@@ -99,11 +99,11 @@ from protocols.snapshot.config import (
     build_config,
     write_id,
 )
-from protocols.snapshot.definition import DEFINITION
-from protocols.snapshot.messages import SCHEMA, Message, from_wire, message, to_wire
-from protocols.snapshot.oracles import SnapshotOracle, kv_at
-from protocols.snapshot.receiver import RECEIVER_TRANSITIONS
-from tracing.values import freeze
+from tlasim.protocols.snapshot.definition import DEFINITION
+from tlasim.protocols.snapshot.messages import SCHEMA, Message, from_wire, message, to_wire
+from tlasim.protocols.snapshot.oracles import SnapshotOracle, kv_at
+from tlasim.protocols.snapshot.receiver import RECEIVER_TRANSITIONS
+from tlasim.tracing.values import freeze
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "snapshot-model.md"
 

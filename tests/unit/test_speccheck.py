@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from protocols.errors import SpecError
-from tracing.tla.speccheck import check_specs, find_spec, load_trace_spec, read_manifest
+from tlasim.protocols.errors import SpecError
+from tlasim.tracing.tla.speccheck import check_specs, find_spec, load_trace_spec, read_manifest
 
 _TOY = """---- MODULE Toy ----
 EXTENDS Naturals, TLC

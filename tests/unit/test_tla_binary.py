@@ -19,18 +19,18 @@ from typing import Any
 
 import pytest
 
-from protocols import get_protocol
-from protocols.errors import TLCError, TraceFormatError
-from sim.kernel.options import SimOptions
-from sim.run.runner import build_simulation, run_recorded, run_seed, write_header
-from tracing.codec import Trace, TraceStep, read_trace
-from tracing.emit.recorder import TLCRecorder
-from tracing.tla import binary
-from tracing.tla.binary import PreparedTrace, trace_blob, trace_logs_of
-from tracing.tla.tlc import JAVA_SOURCES, TLASIM_JAR, TLCResult, java_source_digest
-from tracing.tla.trace_module import MAX_NESTING, check_writable
-from tracing.validation.validator import Verdict, validate_traces
-from tracing.values import Record
+from tlasim.protocols import get_protocol
+from tlasim.protocols.errors import TLCError, TraceFormatError
+from tlasim.sim.kernel.options import SimOptions
+from tlasim.sim.run.runner import build_simulation, run_recorded, run_seed, write_header
+from tlasim.tracing.codec import Trace, TraceStep, read_trace
+from tlasim.tracing.emit.recorder import TLCRecorder
+from tlasim.tracing.tla import binary
+from tlasim.tracing.tla.binary import PreparedTrace, trace_blob, trace_logs_of
+from tlasim.tracing.tla.tlc import JAVA_SOURCES, TLASIM_JAR, TLCResult, java_source_digest
+from tlasim.tracing.tla.trace_module import MAX_NESTING, check_writable
+from tlasim.tracing.validation.validator import Verdict, validate_traces
+from tlasim.tracing.values import Record
 
 PROTOCOLS = ("twopc", "shardsplit", "snapshot")
 # Seeds per protocol for the recorder's equivalence; the first few also
@@ -690,8 +690,8 @@ class CorruptRun:
 def _validate_corrupt(
     trace: Path, corrupt: Callable[[bytes], bytes], keep_going: bool, workdir: Path
 ) -> CorruptRun:
-    import tracing.validation.tlc_batch as tlc_batch
-    import tracing.validation.validator as validator
+    import tlasim.tracing.validation.tlc_batch as tlc_batch
+    import tlasim.tracing.validation.validator as validator
 
     outputs: list[str] = []
     real_tlc = validator.run_tlc

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from protocols.errors import TraceFormatError
-from tracing.tla.literal import to_tla
-from tracing.values import FnMap, Record, canonical_json, freeze
+from tlasim.protocols.errors import TraceFormatError
+from tlasim.tracing.tla.literal import to_tla
+from tlasim.tracing.values import FnMap, Record, canonical_json, freeze
 
 
 def test_to_tla_writes_records_sets_functions_and_parenthesised_negatives() -> None:

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.errors import TLCError
-from tracing.tla.literal import to_tla
-from tracing.tla.parse import ModelValue, normalize, parse_state, parse_value
-from tracing.tla.tlc import parse_dump, run_tlc
-from tracing.values import FnMap, Record, canonical_json
+from tlasim.protocols.errors import TLCError
+from tlasim.tracing.tla.literal import to_tla
+from tlasim.tracing.tla.parse import ModelValue, normalize, parse_state, parse_value
+from tlasim.tracing.tla.tlc import parse_dump, run_tlc
+from tlasim.tracing.values import FnMap, Record, canonical_json
 
 
 def same(a: Any, b: Any) -> bool:

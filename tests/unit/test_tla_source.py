@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from protocols.errors import SpecError
-from protocols.trace_template import read_name_set
-from tracing.tla.source import read_module
+from tlasim.protocols.errors import SpecError
+from tlasim.protocols.trace_template import read_name_set
+from tlasim.tracing.tla.source import read_module
 
 _MODULE = r"""
 Text before the module is not part of it: VARIABLES nope

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from protocols.errors import ConfigError
-from tracing.tla.type_expr import ANY, Shape, parse_type, type_hint
+from tlasim.protocols.errors import ConfigError
+from tlasim.tracing.tla.type_expr import ANY, Shape, parse_type, type_hint
 
 
 def test_parse_type_keeps_what_decides_a_values_json_form() -> None:

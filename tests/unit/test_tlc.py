@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from protocols.errors import TLCError, ToolNotFound
-from tracing.tla.tlc import (
+from tlasim.protocols.errors import TLCError, ToolNotFound
+from tlasim.tracing.tla.tlc import (
     EC,
     find_java,
     find_tla2tools,

@@ -16,7 +16,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from protocols.base import (
+from tlasim.protocols.base import (
     CancelTimer,
     Persist,
     Receive,
@@ -27,10 +27,10 @@ from protocols.base import (
     Timeout,
     Trace,
 )
-from protocols.twopc.config import VOTE_NO, VOTE_YES, TwoPCConfig, TwoPCOptions, TxPlan
-from protocols.twopc.messages import Abort, Aborted, Commit, Prepare, Prepared
-from protocols.twopc.rm import ResourceManager
-from protocols.twopc.tm import TM_ID, TransactionManager
+from tlasim.protocols.twopc.config import VOTE_NO, VOTE_YES, TwoPCConfig, TwoPCOptions, TxPlan
+from tlasim.protocols.twopc.messages import Abort, Aborted, Commit, Prepare, Prepared
+from tlasim.protocols.twopc.rm import ResourceManager
+from tlasim.protocols.twopc.tm import TM_ID, TransactionManager
 
 RMS = ("r1", "r2", "r3")
 TXS = ("t1", "t2")

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from protocols.errors import SpecError, ToolNotFound, TraceFormatError
-from tracing.codec import Trace, TraceStep
-from tracing.validation.validator import validate_trace, validate_traces
-from tracing.values import FnMap, Record, freeze, to_json
+from tlasim.protocols.errors import SpecError, ToolNotFound, TraceFormatError
+from tlasim.tracing.codec import Trace, TraceStep
+from tlasim.tracing.validation.validator import validate_trace, validate_traces
+from tlasim.tracing.values import FnMap, Record, freeze, to_json
 
 # A counter that logs who incremented it, and a name per owner that any
 # string may be claimed into: enough to exercise sets, sequences, records,
@@ -320,7 +320,7 @@ def test_validate_without_java_raises_tool_not_found(
 # --- the real two-phase commit spec ------------------------------------------
 
 # The installed `specs` package, which validate_trace searches by default.
-_TWOPC_SPECS = Path(str(importlib.resources.files("specs")))
+_TWOPC_SPECS = Path(str(importlib.resources.files("tlasim.specs")))
 
 
 def _twopc_lines() -> list[tuple[str, dict[str, Any]]]:

@@ -15,15 +15,15 @@ import pytest
 from test_validate import _COUNTER, _TEMPLATE, GOOD, make_trace, state
 
 from bench.validation import write_blob_specs
-from protocols.errors import TLCError, TraceFormatError
-from tracing.codec import Trace
-from tracing.printable import printable
-from tracing.tla.literal import to_tla
-from tracing.tla.tlc import run_tlc
-from tracing.tla.trace_module import LINE_CAP, MAX_NESTING, check_writable, trace_data
-from tracing.validation.explain import Divergence, VarDiff
-from tracing.validation.validator import Verdict, validate_traces
-from tracing.values import FnMap, Record
+from tlasim.protocols.errors import TLCError, TraceFormatError
+from tlasim.tracing.codec import Trace
+from tlasim.tracing.printable import printable
+from tlasim.tracing.tla.literal import to_tla
+from tlasim.tracing.tla.tlc import run_tlc
+from tlasim.tracing.tla.trace_module import LINE_CAP, MAX_NESTING, check_writable, trace_data
+from tlasim.tracing.validation.explain import Divergence, VarDiff
+from tlasim.tracing.validation.validator import Verdict, validate_traces
+from tlasim.tracing.values import FnMap, Record
 
 # TLC's -tool markers and a verdict line, as a logged string could hold them.
 FORGED = (

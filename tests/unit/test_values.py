@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tla_kinds import tlc_can_hold
 
-from protocols.errors import TraceFormatError
-from tracing.values import FnMap, Record, canonical_json, freeze, from_json, to_json
+from tlasim.protocols.errors import TraceFormatError
+from tlasim.tracing.values import FnMap, Record, canonical_json, freeze, from_json, to_json
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -306,8 +306,8 @@ def test_set_listing_one_element_twice_is_read_as_that_one_element() -> None:
 
 
 def test_value_nested_at_the_limit_is_read_written_and_frozen_and_one_deeper_is_refused() -> None:
-    from tracing.tla.literal import to_tla
-    from tracing.values import MAX_DEPTH
+    from tlasim.tracing.tla.literal import to_tla
+    from tlasim.tracing.values import MAX_DEPTH
 
     at_limit: Any = 1
     for _ in range(MAX_DEPTH):
@@ -322,7 +322,7 @@ def test_value_nested_at_the_limit_is_read_written_and_frozen_and_one_deeper_is_
 
 
 def test_records_nested_one_inside_another_past_the_limit_are_refused_not_a_crash() -> None:
-    from tracing.tla.literal import to_tla
+    from tlasim.tracing.tla.literal import to_tla
 
     value: Any = Record({"a": 1})
     for _ in range(2000):

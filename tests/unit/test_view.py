@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from faults.plan import Crash, FaultPlan, Window
-from protocols.errors import TraceFormatError
-from sim import exitcodes
-from sim.cli.main import main
-from sim.kernel.options import SimOptions
-from sim.kernel.simulation import RunResult
-from sim.run.runner import run_seed
-from sim.view.html import embed_json, run_page
-from sim.view.model import build_run_view, diff_values
-from tracing.codec import END_EVENT, read_trace
-from tracing.values import Record
+from tlasim.faults.plan import Crash, FaultPlan, Window
+from tlasim.protocols.errors import TraceFormatError
+from tlasim.sim import exitcodes
+from tlasim.sim.cli.main import main
+from tlasim.sim.kernel.options import SimOptions
+from tlasim.sim.kernel.simulation import RunResult
+from tlasim.sim.run.runner import run_seed
+from tlasim.sim.view.html import embed_json, run_page
+from tlasim.sim.view.model import build_run_view, diff_values
+from tlasim.tracing.codec import END_EVENT, read_trace
+from tlasim.tracing.values import Record
 
 
 def _run(

@@ -26,8 +26,8 @@ from typing import Any, BinaryIO
 import structlog
 from structlog.typing import Processor
 
-from protocols.errors import InternalError, TraceFormatError
-from tracing.codec import (
+from tlasim.protocols.errors import InternalError, TraceFormatError
+from tlasim.tracing.codec import (
     END_EVENT,
     HEADER_EVENT,
     SCHEMA_VERSION,
@@ -35,7 +35,7 @@ from tracing.codec import (
     TraceFormat,
     TraceWriter,
 )
-from tracing.values import to_json
+from tlasim.tracing.values import to_json
 
 __all__ = ["TraceEmitter"]
 

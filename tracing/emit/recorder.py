@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from protocols.errors import InternalError, TraceFormatError
-from tracing.emit.emitter import TraceEmitter
-from tracing.tla.binary import PreparedTrace, TraceBlobWriter
-from tracing.tla.trace_module import WriteCheckMemo, check_writable
-from tracing.values import freeze
+from tlasim.protocols.errors import InternalError, TraceFormatError
+from tlasim.tracing.emit.emitter import TraceEmitter
+from tlasim.tracing.tla.binary import PreparedTrace, TraceBlobWriter
+from tlasim.tracing.tla.trace_module import WriteCheckMemo, check_writable
+from tlasim.tracing.values import freeze
 
 __all__ = ["TLCRecorder"]
 

@@ -32,13 +32,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from protocols.errors import TraceFormatError
-from tracing.codec import Trace, TraceStep, load_json_line, unwrap_entry
-from tracing.inputs import TRACE_MAX_BYTES, open_regular_file
-from tracing.interchange.itf import itf_to_tagged
-from tracing.interchange.log_mapping import LogMapping, VariableMap, read_mapping
-from tracing.tla.type_expr import ANY, Shape
-from tracing.values import INT_MAX, INT_MIN, Record, canonical_json, from_json, short_repr
+from tlasim.protocols.errors import TraceFormatError
+from tlasim.tracing.codec import Trace, TraceStep, load_json_line, unwrap_entry
+from tlasim.tracing.inputs import TRACE_MAX_BYTES, open_regular_file
+from tlasim.tracing.interchange.itf import itf_to_tagged
+from tlasim.tracing.interchange.log_mapping import LogMapping, VariableMap, read_mapping
+from tlasim.tracing.tla.type_expr import ANY, Shape
+from tlasim.tracing.values import INT_MAX, INT_MIN, Record, canonical_json, from_json, short_repr
 
 __all__ = ["decode_plain", "load_foreign_trace", "read_foreign_log"]
 

@@ -39,12 +39,12 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from protocols.checked import load_json
-from protocols.errors import TraceFormatError
-from tracing.codec import Trace, TraceStep, freeze_plain, thaw
-from tracing.inputs import TRACE_MAX_BYTES, read_regular_file
-from tracing.tla.type_expr import ANY, Shape, type_hint
-from tracing.values import (
+from tlasim.protocols.checked import load_json
+from tlasim.protocols.errors import TraceFormatError
+from tlasim.tracing.codec import Trace, TraceStep, freeze_plain, thaw
+from tlasim.tracing.inputs import TRACE_MAX_BYTES, read_regular_file
+from tlasim.tracing.tla.type_expr import ANY, Shape, type_hint
+from tlasim.tracing.values import (
     INT_MAX,
     INT_MIN,
     MAX_DEPTH,

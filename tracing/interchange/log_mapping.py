@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from protocols.errors import ConfigError, SpecError, TraceFormatError
-from tracing.inputs import MAPPING_MAX_BYTES, read_regular_file
-from tracing.interchange.itf import itf_to_tagged
-from tracing.tla.speccheck import load_trace_spec
-from tracing.tla.type_expr import ANY, Shape, parse_type
-from tracing.values import Record, from_json, short_repr
+from tlasim.protocols.errors import ConfigError, SpecError, TraceFormatError
+from tlasim.tracing.inputs import MAPPING_MAX_BYTES, read_regular_file
+from tlasim.tracing.interchange.itf import itf_to_tagged
+from tlasim.tracing.tla.speccheck import load_trace_spec
+from tlasim.tracing.tla.type_expr import ANY, Shape, parse_type
+from tlasim.tracing.values import Record, from_json, short_repr
 
 __all__ = ["LogMapping", "VariableMap", "read_mapping"]
 

@@ -54,10 +54,10 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tracing.codec import Trace, TraceStep
-from tracing.mutation.values import change_value
-from tracing.tla.literal import to_tla
-from tracing.values import Record, canonical_json, freeze
+from tlasim.tracing.codec import Trace, TraceStep
+from tlasim.tracing.mutation.values import change_value
+from tlasim.tracing.tla.literal import to_tla
+from tlasim.tracing.values import Record, canonical_json, freeze
 
 __all__ = ["MUTATIONS", "Mutant", "mutate", "renumbered"]
 

@@ -15,9 +15,9 @@ import random
 from collections.abc import Collection
 from dataclasses import replace
 
-from tracing.codec import Trace, TraceStep
-from tracing.tla.literal import to_tla
-from tracing.values import Record
+from tlasim.tracing.codec import Trace, TraceStep
+from tlasim.tracing.tla.literal import to_tla
+from tlasim.tracing.values import Record
 
 __all__ = ["STRIPPINGS", "only_changed", "strip", "without_actions", "without_variables"]
 

@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tracing.codec import TraceStep
-from tracing.tla.literal import to_tla
-from tracing.values import FnMap, Record, canonical_json
+from tlasim.tracing.codec import TraceStep
+from tlasim.tracing.tla.literal import to_tla
+from tlasim.tracing.values import FnMap, Record, canonical_json
 
 __all__ = ["ValueChange", "change_value"]
 

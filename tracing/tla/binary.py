@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from operator import is_, is_not, itemgetter
 from typing import Any
 
-from protocols.errors import TraceFormatError
-from tracing.codec import Trace
-from tracing.tla.literal import is_field_name, to_tla
-from tracing.values import MAX_DEPTH, FnMap, Record
+from tlasim.protocols.errors import TraceFormatError
+from tlasim.tracing.codec import Trace
+from tlasim.tracing.tla.literal import is_field_name, to_tla
+from tlasim.tracing.values import MAX_DEPTH, FnMap, Record
 
 __all__ = [
     "MAGIC",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tracing.values import (
+from tlasim.tracing.values import (
     MAX_DEPTH,
     FnMap,
     Record,

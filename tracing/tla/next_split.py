@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tracing.tla.sany import _DISJUNCTIONS, _body, _child, _Export
+from tlasim.tracing.tla.sany import _DISJUNCTIONS, _body, _child, _Export
 
 PREFIX = "Tlasim_"
 _SUFFIX = re.compile(r"__\d+$")

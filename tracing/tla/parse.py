@@ -25,9 +25,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from protocols.errors import InternalError, TLCError
-from tracing.tla.literal import unescape_string
-from tracing.values import MAX_DEPTH, FnMap, Record
+from tlasim.protocols.errors import InternalError, TLCError
+from tlasim.tracing.tla.literal import unescape_string
+from tlasim.tracing.values import MAX_DEPTH, FnMap, Record
 
 __all__ = ["ModelValue", "normalize", "parse_state", "parse_value", "tlc_key"]
 

@@ -53,8 +53,8 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocols.errors import SpecError, ToolNotFound
-from tracing.tla.tlc import find_java, find_tla2tools, run_jar_class
+from tlasim.protocols.errors import SpecError, ToolNotFound
+from tlasim.tracing.tla.tlc import find_java, find_tla2tools, run_jar_class
 
 __all__ = ["SpecShape", "export_xml", "read_spec_shape", "schema_drift", "spec_shape"]
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocols.errors import SpecError
-from protocols.trace_template import module_tokens
+from tlasim.protocols.errors import SpecError
+from tlasim.protocols.trace_template import module_tokens
 
 __all__ = ["ModuleDecls", "read_module"]
 

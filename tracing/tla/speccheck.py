@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
-from protocols.checked import load_json
-from protocols.errors import SpecError, TraceFormatError
-from protocols.trace_template import read_name_set
-from tracing.tla.source import ModuleDecls, read_module
-from tracing.tla.tlc import Outcome, TLCResult, run_tlc
+from tlasim.protocols.checked import load_json
+from tlasim.protocols.errors import SpecError, TraceFormatError
+from tlasim.protocols.trace_template import read_name_set
+from tlasim.tracing.tla.source import ModuleDecls, read_module
+from tlasim.tracing.tla.tlc import Outcome, TLCResult, run_tlc
 
 __all__ = [
     "ManifestCheck",
@@ -129,7 +129,7 @@ class TraceSpec:
 
 
 def _default_spec_dirs() -> list[Path]:
-    return [Path(str(importlib.resources.files("specs")))]
+    return [Path(str(importlib.resources.files("tlasim.specs")))]
 
 
 def find_spec(name: str, spec_dirs: Sequence[Path] | None = None) -> tuple[Path, Path]:
@@ -206,7 +206,7 @@ def load_trace_spec(name: str, spec_dirs: Sequence[Path] | None) -> TraceSpec:
 
 
 def _default_manifest() -> Path:
-    return Path(str(importlib.resources.files("specs"))) / "manifest.json"
+    return Path(str(importlib.resources.files("tlasim.specs"))) / "manifest.json"
 
 
 def _field(entry: dict[str, Any], key: str, kind: type, where: str, required: bool = True) -> Any:

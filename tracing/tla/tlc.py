@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from protocols.errors import TLCError, ToolNotFound
-from tracing.tla.parse import parse_state
+from tlasim.protocols.errors import TLCError, ToolNotFound
+from tlasim.tracing.tla.parse import parse_state
 
 __all__ = [
     "EC",

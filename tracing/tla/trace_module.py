@@ -49,11 +49,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from protocols.errors import TraceFormatError
-from tracing.codec import Trace
-from tracing.tla.literal import is_field_name, to_tla
-from tracing.tla.speccheck import TraceSpec
-from tracing.values import MAX_DEPTH, FnMap, Record
+from tlasim.protocols.errors import TraceFormatError
+from tlasim.tracing.codec import Trace
+from tlasim.tracing.tla.literal import is_field_name, to_tla
+from tlasim.tracing.tla.speccheck import TraceSpec
+from tlasim.tracing.values import MAX_DEPTH, FnMap, Record
 
 __all__ = [
     "END_MARK",

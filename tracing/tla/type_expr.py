@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from protocols.errors import ConfigError
+from tlasim.protocols.errors import ConfigError
 
 __all__ = ["ANY", "Shape", "parse_type", "type_hint"]
 

@@ -22,11 +22,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from tracing.codec import Trace
-from tracing.tla.parse import normalize, tlc_key
-from tracing.tla.speccheck import TraceSpec
-from tracing.tla.tlc import TLCResult, parse_dump, run_tlc
-from tracing.tla.trace_module import (
+from tlasim.tracing.codec import Trace
+from tlasim.tracing.tla.parse import normalize, tlc_key
+from tlasim.tracing.tla.speccheck import TraceSpec
+from tlasim.tracing.tla.tlc import TLCResult, parse_dump, run_tlc
+from tlasim.tracing.tla.trace_module import (
     FREE_VAR,
     LINE_VAR,
     TRACE_VAR,

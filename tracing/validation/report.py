@@ -22,14 +22,14 @@ import shlex
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from protocols.errors import InternalError, TraceFormatError
-from tracing.printable import printable
-from tracing.tla.literal import is_identifier
-from tracing.tla.parse import normalize, tlc_key
-from tracing.values import canonical_json, to_json
+from tlasim.protocols.errors import InternalError, TraceFormatError
+from tlasim.tracing.printable import printable
+from tlasim.tracing.tla.literal import is_identifier
+from tlasim.tracing.tla.parse import normalize, tlc_key
+from tlasim.tracing.values import canonical_json, to_json
 
 if TYPE_CHECKING:
-    from tracing.validation.validator import VarDiff, Verdict
+    from tlasim.tracing.validation.validator import VarDiff, Verdict
 
 __all__ = [
     "TRACE_PLACEHOLDER",

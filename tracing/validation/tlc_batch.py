@@ -47,13 +47,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from protocols.errors import InternalError, SpecError, TLCError
-from tracing.codec import Trace
-from tracing.tla.binary import PreparedTrace, trace_blob, trace_logs_of
-from tracing.tla.literal import to_tla
-from tracing.tla.speccheck import TraceSpec, load_trace_spec
-from tracing.tla.tlc import EC, JAVA_SOURCES, LOAD_FAILED, TLASIM_JAR, TLCResult, run_tlc
-from tracing.tla.trace_module import (
+from tlasim.protocols.errors import InternalError, SpecError, TLCError
+from tlasim.tracing.codec import Trace
+from tlasim.tracing.tla.binary import PreparedTrace, trace_blob, trace_logs_of
+from tlasim.tracing.tla.literal import to_tla
+from tlasim.tracing.tla.speccheck import TraceSpec, load_trace_spec
+from tlasim.tracing.tla.tlc import EC, JAVA_SOURCES, LOAD_FAILED, TLASIM_JAR, TLCResult, run_tlc
+from tlasim.tracing.tla.trace_module import (
     GENERATED,
     LINE_VAR,
     LOADER_MODULE,
@@ -64,10 +64,10 @@ from tracing.tla.trace_module import (
     trace_data,
     trace_data_loaded,
 )
-from tracing.validation.explain import JVM_ARGS, Reason
+from tlasim.tracing.validation.explain import JVM_ARGS, Reason
 
 if TYPE_CHECKING:
-    from tracing.validation.tlc_stream import TraceStream
+    from tlasim.tracing.validation.tlc_stream import TraceStream
 
 __all__ = [
     "METHODS",
@@ -452,7 +452,7 @@ class CheckSession:
         constants, started if need be; False when the session runs as many
         streams as it may (MAX_STREAMS) and none is for these."""
         # Imported here: tlc_stream builds on this module.
-        from tracing.validation.tlc_stream import TraceStream
+        from tlasim.tracing.validation.tlc_stream import TraceStream
 
         runs = self._streams.get(key, [])
         live = sum(len(r) for r in self._streams.values())

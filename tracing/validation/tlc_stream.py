@@ -38,11 +38,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from protocols.errors import InternalError, ToolNotFound
-from tracing.tla.binary import trace_logs_of
-from tracing.tla.speccheck import TraceSpec
-from tracing.tla.tlc import TLASIM_JAR, find_java, find_tla2tools
-from tracing.tla.trace_module import STREAM_MODULE, stream_config, trace_data_loaded, trace_stream
+from tlasim.protocols.errors import InternalError, ToolNotFound
+from tlasim.tracing.tla.binary import trace_logs_of
+from tlasim.tracing.tla.speccheck import TraceSpec
+from tlasim.tracing.tla.tlc import TLASIM_JAR, find_java, find_tla2tools
+from tlasim.tracing.tla.trace_module import (
+    STREAM_MODULE,
+    stream_config,
+    trace_data_loaded,
+    trace_stream,
+)
 
 __all__ = ["STREAM_CHUNK_STEPS", "STREAM_LAG_STEPS", "TraceStream"]
 
@@ -93,7 +98,7 @@ class TraceStream:
         *,
         long_run: bool = False,
     ) -> None:
-        from tracing.validation.tlc_batch import prepare_folder
+        from tlasim.tracing.validation.tlc_batch import prepare_folder
 
         self._folder = folder
         self._jvm_args = _JVM_ARGS_LONG_RUN if long_run else _JVM_ARGS

@@ -43,21 +43,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from protocols.errors import InternalError, SpecError, TLCError, TraceFormatError
-from tracing.codec import Trace, TraceStep, read_trace
-from tracing.printable import printable
-from tracing.tla.literal import is_identifier, to_tla
-from tracing.tla.speccheck import TraceSpec, load_trace_spec
-from tracing.tla.tlc import TLCResult, run_tlc
-from tracing.tla.trace_module import WriteCheckMemo, check_writable
-from tracing.validation.explain import Divergence, Reason, VarDiff, explain_divergence
-from tracing.validation.report import (
+from tlasim.protocols.errors import InternalError, SpecError, TLCError, TraceFormatError
+from tlasim.tracing.codec import Trace, TraceStep, read_trace
+from tlasim.tracing.printable import printable
+from tlasim.tracing.tla.literal import is_identifier, to_tla
+from tlasim.tracing.tla.speccheck import TraceSpec, load_trace_spec
+from tlasim.tracing.tla.tlc import TLCResult, run_tlc
+from tlasim.tracing.tla.trace_module import WriteCheckMemo, check_writable
+from tlasim.tracing.validation.explain import Divergence, Reason, VarDiff, explain_divergence
+from tlasim.tracing.validation.report import (
     render_json,
     render_report,
     render_summary,
     show,
 )
-from tracing.validation.tlc_batch import (
+from tlasim.tracing.validation.tlc_batch import (
     METHODS,
     BatchItem,
     Method,
@@ -65,7 +65,7 @@ from tracing.validation.tlc_batch import (
     logs_every_variable,
     prepare_folder,
 )
-from tracing.values import freeze
+from tlasim.tracing.values import freeze
 
 __all__ = ["Divergence", "VarDiff", "Verdict", "validate_trace", "validate_traces"]
 

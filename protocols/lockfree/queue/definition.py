@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from protocols.lockfree import bugs
-from protocols.lockfree.config import LockFreeConfig, LockFreeOptions
-from protocols.lockfree.definition import MISMATCH, PTR, LockFreeDefinition
-from protocols.lockfree.oracles import QueueOracle
-from protocols.lockfree.queue.thread import QueueThread
-from protocols.lockfree.thread import spec_ptr
+from tlasim.protocols.lockfree import bugs
+from tlasim.protocols.lockfree.config import LockFreeConfig, LockFreeOptions
+from tlasim.protocols.lockfree.definition import MISMATCH, PTR, LockFreeDefinition
+from tlasim.protocols.lockfree.oracles import QueueOracle
+from tlasim.protocols.lockfree.queue.thread import QueueThread
+from tlasim.protocols.lockfree.thread import spec_ptr
 
 
 class LockFreeQueue(LockFreeDefinition):

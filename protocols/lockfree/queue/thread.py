@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from protocols.base import Trace
-from protocols.lockfree import bugs
-from protocols.lockfree.config import LockFreeConfig
-from protocols.lockfree.thread import DONE, RUN, ThreadCore, spec_ptr
+from tlasim.protocols.base import Trace
+from tlasim.protocols.lockfree import bugs
+from tlasim.protocols.lockfree.config import LockFreeConfig
+from tlasim.protocols.lockfree.thread import DONE, RUN, ThreadCore, spec_ptr
 
 APPEND, REMOVE, EMPTY = "append", "remove", "empty"
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from protocols.lockfree import bugs
-from protocols.lockfree.config import LockFreeConfig, StackOptions
-from protocols.lockfree.definition import MISMATCH, PTR, LockFreeDefinition
-from protocols.lockfree.memory import NULL_TAGGED
-from protocols.lockfree.oracles import StackOracle
-from protocols.lockfree.stack.thread import StackThread
-from protocols.lockfree.thread import spec_tagged
+from tlasim.protocols.lockfree import bugs
+from tlasim.protocols.lockfree.config import LockFreeConfig, StackOptions
+from tlasim.protocols.lockfree.definition import MISMATCH, PTR, LockFreeDefinition
+from tlasim.protocols.lockfree.memory import NULL_TAGGED
+from tlasim.protocols.lockfree.oracles import StackOracle
+from tlasim.protocols.lockfree.stack.thread import StackThread
+from tlasim.protocols.lockfree.thread import spec_tagged
 
 
 class TreiberStack(LockFreeDefinition):

@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from protocols.base import Trace
-from protocols.lockfree import bugs
-from protocols.lockfree.config import LockFreeConfig
-from protocols.lockfree.memory import NULL_TAGGED, TaggedPtr
-from protocols.lockfree.thread import DONE, RUN, ThreadCore, spec_ptr, spec_tagged
+from tlasim.protocols.base import Trace
+from tlasim.protocols.lockfree import bugs
+from tlasim.protocols.lockfree.config import LockFreeConfig
+from tlasim.protocols.lockfree.memory import NULL_TAGGED, TaggedPtr
+from tlasim.protocols.lockfree.thread import DONE, RUN, ThreadCore, spec_ptr, spec_tagged
 
 PUSH, POP = "push", "pop"
 
