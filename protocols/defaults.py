@@ -79,7 +79,9 @@ class ProtocolBase(ABC):
     OPTIONS: ClassVar[type[OptionsBase]] = NoOptions
     BUGS: ClassVar[Mapping[str, BugVariant]] = MappingProxyType({})
     MESSAGES: ClassVar[Schema | None] = None
-    # Where the trace template is looked for; the shipped specs when empty.
+    # The protocol's own spec folders: its module, trace template, configs and
+    # manifest. When empty, a `specs` folder beside the definition module if
+    # there is one (a user's protocol), else the specs shipped with tlasim.
     SPEC_DIRS: ClassVar[tuple[Path, ...]] = ()
 
     # The network actions; a protocol that sends messages names its own.
@@ -107,16 +109,30 @@ class ProtocolBase(ABC):
     # ---- what the spec and the revision are made of ----
 
     @cached_property
+    def spec_dirs(self) -> tuple[Path, ...]:
+        if self.SPEC_DIRS:
+            return tuple(self.SPEC_DIRS)
+        beside = Path(inspect.getfile(type(self))).resolve().parent / "specs"
+        return (beside,) if beside.is_dir() else shipped_spec_dirs()
+
+    @cached_property
     def trace_actions(self) -> frozenset[str]:
-        dirs = self.SPEC_DIRS or shipped_spec_dirs()
-        return read_action_names(find_template(self.spec_module, dirs))
+        return read_action_names(find_template(self.spec_module, self.spec_dirs))
+
+    @cached_property
+    def source_root(self) -> Path:
+        """The folder `source_files` are relative to: tlasim's own for its
+        protocols, else the folder on sys.path the definition's package is in."""
+        module = Path(inspect.getfile(type(self))).resolve()
+        if module.is_relative_to(_PACKAGES_ROOT):
+            return _PACKAGES_ROOT
+        return module.parents[len(type(self).__module__.split(".")) - 1]
 
     @cached_property
     def source_files(self) -> Sequence[str]:
         package = Path(inspect.getfile(type(self))).resolve().parent
-        return tuple(
-            sorted(path.relative_to(_PACKAGES_ROOT).as_posix() for path in package.rglob("*.py"))
-        )
+        return tuple(sorted(
+            path.relative_to(self.source_root).as_posix() for path in package.rglob("*.py")))
 
     # ---- what each protocol writes ----
 

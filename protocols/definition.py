@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
 from tlasim.protocols.base import Core
@@ -101,7 +102,19 @@ class ProtocolDefinition(Protocol):
     workload_ranges: Mapping[str, tuple[int, int] | tuple[float, float]]
     @property
     def source_files(self) -> Sequence[str]:
-        """The modelled code, relative to the repository root."""
+        """The modelled code, relative to `source_root`."""
+        ...
+
+    @property
+    def source_root(self) -> Path:
+        """The folder `source_files` are relative to (tlasim's own root for its
+        protocols, the user's package's folder on sys.path for theirs)."""
+        ...
+
+    @property
+    def spec_dirs(self) -> Sequence[Path]:
+        """The folders of the protocol's specs: its module, trace template,
+        TLC configs and manifest."""
         ...
 
     @property

@@ -27,7 +27,9 @@ from pathlib import Path
 from tlasim.protocols.errors import SpecError
 
 __all__ = [
+    "add_spec_dirs",
     "find_template",
+    "known_spec_dirs",
     "module_tokens",
     "read_action_names",
     "read_name_set",
@@ -58,6 +60,26 @@ _ACTION = re.compile(r"[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*")
 def shipped_spec_dirs() -> tuple[Path, ...]:
     """The folder of the specs shipped with tlasim (the `specs` package's data)."""
     return (Path(str(importlib.resources.files("tlasim.specs"))),)
+
+
+# The spec folders of the user's protocols loaded so far (protocols/__init__.py
+# adds each plugin's), searched after the shipped ones wherever no folder is named.
+_PLUGIN_SPEC_DIRS: list[Path] = []
+
+
+def add_spec_dirs(dirs: Sequence[Path]) -> None:
+    for folder in dirs:
+        folder = Path(folder).resolve()
+        if folder not in _PLUGIN_SPEC_DIRS and folder not in shipped_spec_dirs():
+            _PLUGIN_SPEC_DIRS.append(folder)
+
+
+def known_spec_dirs() -> tuple[Path, ...]:
+    """The shipped specs, then every plugin protocol's own spec folder."""
+    from tlasim.protocols import load_plugins  # here: the registry imports this module
+
+    load_plugins()
+    return (*shipped_spec_dirs(), *_PLUGIN_SPEC_DIRS)
 
 
 def find_template(spec_module: str, spec_dirs: Sequence[Path]) -> Path:

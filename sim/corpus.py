@@ -68,7 +68,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tlasim.protocols import get_protocol
+from tlasim.protocols import command_name, get_protocol
 from tlasim.protocols.definition import ProtocolDefinition
 from tlasim.protocols.errors import ConfigError, InternalError
 from tlasim.sim.kernel.options import SimOptions
@@ -408,7 +408,7 @@ def _manifest(
 def reproduce_command(options: CorpusOptions) -> str:
     """The `tlasim corpus` command that builds this corpus again (into DIR)."""
     parts = [
-        "tlasim", "corpus", options.protocol, "--count", str(options.count),
+        "tlasim", "corpus", command_name(options.protocol), "--count", str(options.count),
         "--seed", str(options.seed), "--invalid-ratio", str(options.invalid_ratio),
     ]
     if options.partial:

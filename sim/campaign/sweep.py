@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tlasim.faults.plan import FaultPlan
-from tlasim.protocols import get_protocol
+from tlasim.protocols import get_protocol, protocol_names, reference
 from tlasim.protocols.checked import load_json
 from tlasim.protocols.errors import ConfigError, InternalError
 from tlasim.sim.campaign.executors import make_executor
@@ -247,6 +247,7 @@ def options_json(
     options: SimOptions | None,
     protocol_overrides: Mapping[str, Any] | None = None,
     source_revision: str | None = None,
+    protocol_reference: str | None = None,
 ) -> str:
     """The run options as canonical JSON: part of a campaign's identity in the database.
 
@@ -262,6 +263,9 @@ def options_json(
     data["protocol_options"] = dict(protocol_overrides or {})
     if source_revision is not None:
         data["source_revision"] = source_revision
+    if protocol_reference is not None:
+        # A user's protocol: how `repro` and `failures` load it again.
+        data["protocol_reference"] = protocol_reference
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
@@ -269,8 +273,33 @@ def campaign_options_json(
     protocol: str, options: SimOptions | None, protocol_overrides: Mapping[str, Any] | None
 ) -> str:
     """`options_json` with the protocol's current source revision: a campaign's key."""
-    files = tuple(get_protocol(protocol).source_files)
-    return options_json(options, protocol_overrides, source_revision(files))
+    definition = get_protocol(protocol)
+    revision = source_revision(tuple(definition.source_files), definition.source_root)
+    return options_json(options, protocol_overrides, revision, reference(definition.name))
+
+
+def recall_protocol(protocol: str, options_text: str) -> str:
+    """Make a recorded campaign's protocol known again: a user's protocol that
+    no entry point or TLASIM_PROTOCOLS names is loaded by the `module:ATTR`
+    its campaign recorded. Returns the protocol's name."""
+    if protocol in protocol_names():
+        return protocol
+    try:
+        ref = json.loads(options_text).get("protocol_reference")
+    except (ValueError, AttributeError):
+        ref = None
+    if not isinstance(ref, str):
+        return get_protocol(protocol).name  # the error that names the known ones
+    try:
+        definition = get_protocol(ref)
+    except ConfigError as exc:
+        raise ConfigError(f"the campaign's protocol {protocol} ({ref}) cannot be loaded: "
+                          f"{exc} (run from the folder it was recorded in, or name it in "
+                          "TLASIM_PROTOCOLS)") from None
+    if definition.name != protocol:
+        raise ConfigError(f"the campaign's protocol reference {ref} now loads "
+                          f"{definition.name}, not {protocol}")
+    return protocol
 
 
 def _check_writable_dir(path: Path) -> None:
@@ -290,6 +319,7 @@ def stored_run_options(text: str) -> tuple[SimOptions, dict[str, Any]]:
         raise ConfigError("the stored campaign options are not a JSON object")
     try:
         data.pop("source_revision", None)
+        data.pop("protocol_reference", None)
         overrides = dict(data.pop("protocol_options", {}))
         plan = data.pop("faults")
         network = NetworkOptions(**data.pop("network"))

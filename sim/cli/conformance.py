@@ -11,15 +11,23 @@ from typing import Any
 import click
 from rich.table import Table
 
-from tlasim.protocols import PROTOCOLS, get_protocol
+from tlasim.protocols import get_protocol, protocol_names
 from tlasim.sim import exitcodes
-from tlasim.sim.cli.support import bounded_int, err, exit_code_help, finite_float, guarded, out
+from tlasim.sim.cli.support import (
+    ProtocolName,
+    bounded_int,
+    err,
+    exit_code_help,
+    finite_float,
+    guarded,
+    out,
+)
 from tlasim.sim.conformance import defaults
 from tlasim.tracing.printable import printable
 
 
 @click.command("conformance", epilog=exit_code_help())
-@click.argument("protocols", nargs=-1, type=click.Choice(sorted(PROTOCOLS)))
+@click.argument("protocols", nargs=-1, metavar="[PROTOCOL]...", type=ProtocolName())
 @click.option("--seeds", type=bounded_int(min=0, max=1_000_000), default=defaults.SEEDS,
               show_default=True,
               help="Seeded runs under swarm faults, at the model's options.")
@@ -56,7 +64,8 @@ from tlasim.tracing.printable import printable
               show_default=True, help="Give up on TLC's exploration after this many seconds.")
 @click.option("--spec-dir", "spec_dirs", multiple=True,
               type=click.Path(path_type=Path, file_okay=False),
-              help="Look for specs here (default: the specs shipped with tlasim).")
+              help="Look for specs here (default: the specs shipped with tlasim, and "
+                   "those of every protocol of your own it knows).")
 @guarded
 def conformance_command(
     protocols: tuple[str, ...], seeds: int, explore_states: int, explore_time: float | None,
@@ -82,7 +91,7 @@ def conformance_command(
     faults = FaultBounds(crashes=crashes, losses=losses, duplicates=dups,
                          idle_crashes=idle_crashes)
     results = []
-    for name in protocols or sorted(PROTOCOLS):
+    for name in protocols or protocol_names():
         definition = get_protocol(name)
         if not protocols and not has_model(definition, list(spec_dirs) or None):
             # Asked for every protocol: one without a model is named, not an error.

@@ -8,20 +8,21 @@ from pathlib import Path
 
 import click
 
-from tlasim.protocols import PROTOCOLS, get_protocol
+from tlasim.protocols import get_protocol, protocol_names
 from tlasim.sim import exitcodes
-from tlasim.sim.cli.support import exit_code_help, guarded, out
+from tlasim.sim.cli.support import ProtocolName, exit_code_help, guarded, out
 from tlasim.tracing.printable import printable
 
 
 @click.command("drift", epilog=exit_code_help())
-@click.argument("protocols", nargs=-1, type=click.Choice(sorted(PROTOCOLS)))
+@click.argument("protocols", nargs=-1, metavar="[PROTOCOL]...", type=ProtocolName())
 @click.option("--update", is_flag=True,
               help="After reviewing each spec against its modelled code, record that "
                    "code's hashes in the spec's modelled.json.")
 @click.option("--spec-dir", "spec_dirs", multiple=True,
               type=click.Path(path_type=Path, file_okay=False),
-              help="Look for specs here (default: the specs shipped with tlasim).")
+              help="Look for specs here (default: the specs shipped with tlasim, and "
+                   "those of every protocol of your own it knows).")
 @guarded
 def drift(protocols: tuple[str, ...], update: bool, spec_dirs: tuple[Path, ...]) -> None:
     """Check every PROTOCOL (default: all) for drift between its spec and its code.
@@ -36,12 +37,12 @@ def drift(protocols: tuple[str, ...], update: bool, spec_dirs: tuple[Path, ...])
     from tlasim.sim.drift.check import check_drift
     from tlasim.sim.drift.modelled import read_record, record_path, update_record
 
-    definitions = [get_protocol(p) for p in protocols or sorted(PROTOCOLS)]
+    definitions = [get_protocol(p) for p in protocols or protocol_names()]
     dirs = list(spec_dirs) or None
     if update:
         for definition in definitions:
             path = record_path(definition, dirs)
-            spec = update_record(read_record(path))
+            spec = update_record(read_record(path), definition.source_root)
             if not spec.drifted:
                 out.print(f"{_shown(path)}: up to date, revision {spec.revision}", markup=False)
                 continue

@@ -11,7 +11,7 @@ import click
 from rich.progress import Progress as ProgressBar
 from rich.progress import TextColumn, TimeElapsedColumn
 
-from tlasim.protocols import get_protocol
+from tlasim.protocols import command_name, get_protocol
 from tlasim.sim import exitcodes
 from tlasim.sim.cli.support import (
     bounded_int,
@@ -198,7 +198,8 @@ def explore_command(
     out.print(f"schedule={printable(schedule_path)}", markup=False)
     out.print(f"trace={printable(trace_path)}", markup=False)
     out.print(
-        f"reproduce: tlasim run {protocol} --schedule {printable(schedule_path)}", markup=False
+        f"reproduce: tlasim run {command_name(protocol)} --schedule {printable(schedule_path)}",
+        markup=False,
     )
     if (again.outcome, again.failure) != (found.kind, found.failure):
         # The replay is the same code on the same moves: a difference is a bug.

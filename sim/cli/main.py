@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from tlasim.protocols import get_protocol
+from tlasim.protocols import get_protocol, origin, protocol_names
 from tlasim.protocols.errors import ConfigError
 from tlasim.sim import exitcodes
 from tlasim.sim.cli.campaign import campaign, search, shrink
@@ -274,6 +274,17 @@ def bugs(protocol: str) -> None:
     """List PROTOCOL's bug variants: name first, then what it breaks."""
     for variant in get_protocol(protocol).bugs.values():
         out.print(f"{variant.name}  breaks {variant.breaks}: {variant.description}", markup=False)
+
+
+@main.command("protocols")
+@guarded
+def protocols_command() -> None:
+    """List the protocols tlasim knows: its own, and yours (the tlasim.protocols
+    entry points, TLASIM_PROTOCOLS), with where each was found and its specs."""
+    for name in protocol_names():
+        definition = get_protocol(name)
+        folders = ", ".join(str(folder) for folder in definition.spec_dirs)
+        out.print(f"{name}  {origin(name)}; specs: {folders}", markup=False)
 
 
 @main.command("check-specs", epilog=exit_code_help())

@@ -27,7 +27,12 @@ from tlasim.protocols.checked import load_json
 from tlasim.protocols.errors import ConfigError, InternalError
 from tlasim.sim import exitcodes
 from tlasim.sim.campaign.results import Campaign, ResultsDB, RunRecord
-from tlasim.sim.campaign.sweep import campaign_options_json, identity_changes, stored_run_options
+from tlasim.sim.campaign.sweep import (
+    campaign_options_json,
+    identity_changes,
+    recall_protocol,
+    stored_run_options,
+)
 from tlasim.sim.cli.support import (
     bounded_int,
     err,
@@ -69,7 +74,8 @@ def repro(db_path: Path, failure_id: str, trace_path: Path | None, original: boo
         if not record.outcome.failed:
             _refuse_a_passing_run(db, record)
     recorded = record.outcome
-    protocol, bug = record.campaign.protocol, record.campaign.bug
+    protocol = recall_protocol(record.campaign.protocol, record.campaign.options)
+    bug = record.campaign.bug
     options, overrides = stored_run_options(record.campaign.options)
     shrunk = None if original else record.shrunk
     expected = (recorded.outcome, recorded.failure, recorded.plan_json)

@@ -19,7 +19,7 @@ import click
 from rich.console import Console
 
 from tlasim.faults.plan import NO_FAULTS_PLAN, FaultPlan
-from tlasim.protocols import PROTOCOLS, get_protocol, zoo
+from tlasim.protocols import get_protocol, zoo
 from tlasim.protocols.checked import checked_finite, checked_int, clip, load_json
 from tlasim.protocols.errors import (
     ConfigError,
@@ -245,7 +245,22 @@ def exit_code_help() -> str:
     return "\b\nExit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code, text in exitcodes.TABLE)
 
 
-protocol_argument = click.argument("protocol", type=click.Choice(sorted(PROTOCOLS)))
+class ProtocolName(click.types.StringParamType):
+    """A protocol's name, or `module:ATTR` for a user's own (tlasim.protocols):
+    converted to the name it is registered under, so the rest of a command
+    (and the processes it starts) looks it up by name."""
+
+    name = "protocol"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+        try:
+            return get_protocol(str(value)).name
+        except ConfigError as exc:
+            self.fail(clip(str(exc), 600), param, ctx)
+
+
+protocol_argument = click.argument("protocol", metavar="PROTOCOL", type=ProtocolName())
 
 
 def check_bug(protocol: str, bug: str | None) -> None:

@@ -61,7 +61,8 @@ def parse_constants(text: str | None) -> dict[str, Any] | None:
 @click.command(epilog=exit_code_help())
 @click.argument("traces", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--spec-dir", "spec_dirs", multiple=True, type=click.Path(path_type=Path),
-              help="Look for specs here (default: the specs shipped with tlasim).")
+              help="Look for specs here (default: the specs shipped with tlasim, and "
+                   "those of every protocol of your own it knows).")
 @click.option("--spec", default=None, help="The spec module, for traces without a header.")
 @click.option("--constants", "constants_text", default=None, metavar="JSON",
               help='Constant values, for traces without a header, as a JSON object in the '

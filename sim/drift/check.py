@@ -270,14 +270,17 @@ def check_drift(
                 f"{record.path}: records the spec {record.spec}, but {definition.name} "
                 f"traces are steps of {definition.spec_module}"
             )
-    spec_drifts = [check_record(r, root) for r in records]
+    # Each protocol's code is read from its own root (a user's package); `root`
+    # stands for tlasim's, which a test may move.
+    roots = [root if d.source_root == ROOT else d.source_root for d in definitions]
+    spec_drifts = [check_record(r, at) for r, at in zip(records, roots, strict=True)]
     # Only the SANY runs go to threads, to fill spec_shape's cache: ast.parse,
     # which the scan uses, is not thread-safe in CPython 3.11 (it fails with
     # "AST constructor recursion depth mismatch").
     modules = [find_spec(d.spec_module, spec_dirs)[0] for d in definitions]
     with ThreadPoolExecutor(max_workers=max(1, len(modules))) as pool:
         list(pool.map(spec_shape, modules))
-    schemas = [schema_problems(d, spec_dirs, root) for d in definitions]
+    schemas = [schema_problems(d, spec_dirs, at) for d, at in zip(definitions, roots, strict=True)]
     return [
         ProtocolDrift(d.name, s, tuple(p))
         for d, s, p in zip(definitions, spec_drifts, schemas, strict=True)

@@ -16,10 +16,11 @@ _ROOT = Path(__file__).resolve().parents[2]
 
 
 @cache
-def source_revision(files: tuple[str, ...]) -> str:
+def source_revision(files: tuple[str, ...], root: Path = _ROOT) -> str:
+    """The hash of `files`, named relative to `root` (a protocol's source_root)."""
     digest = hashlib.sha256()
     for rel in files:
-        path = _ROOT / rel
+        path = root / rel
         try:
             data = path.read_bytes()
         except OSError as exc:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from tlasim.protocols import get_protocol
+from tlasim.protocols import command_name, get_protocol
 from tlasim.protocols.checked import checked_int, load_json
 from tlasim.protocols.definition import ProtocolDefinition
 from tlasim.protocols.errors import ConfigError, InvariantViolation, TraceFormatError, short_repr
@@ -213,11 +213,11 @@ def replay(
                 "explore": schedule.explore_record(),
             },
             tool_version=tool_version,
-            source_revision=source_revision(tuple(definition.source_files)),
+            source_revision=source_revision(tuple(definition.source_files), definition.source_root),
             constants=definition.spec_constants(config),
             variables=definition.variable_types,
             # The trace holds its schedule, so it replays itself.
-            reproduce=f"tlasim run {definition.name} --schedule {TRACE_PLACEHOLDER}",
+            reproduce=f"tlasim run {command_name(definition.name)} --schedule {TRACE_PLACEHOLDER}",
         )
     try:
         result = _play(system, schedule, decide_liveness)

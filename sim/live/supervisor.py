@@ -385,7 +385,8 @@ class Supervisor:
             "seed": self.seed,
             "options": self.options_record(),
             "tool_version": TOOL_VERSION,
-            "source_revision": source_revision(tuple(self.protocol.source_files)),
+            "source_revision": source_revision(tuple(self.protocol.source_files),
+                                               self.protocol.source_root),
         }
 
     def _workload_done(self) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tlasim.faults.plan import FaultPlan
+from tlasim.protocols import command_name
 from tlasim.tracing.codec import TraceStep, read_trace
 from tlasim.tracing.values import canonical_json
 
@@ -65,7 +66,7 @@ def reproduce_command(
 
     The plan's path is absolute, so the command works from any folder.
     """
-    command = ["tlasim", "run", protocol, "--seed", str(seed)]
+    command = ["tlasim", "run", command_name(protocol), "--seed", str(seed)]
     if bug:
         command += ["--bug", bug]
     if plan_path is not None:

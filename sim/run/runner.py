@@ -88,7 +88,7 @@ def write_header(sim: Simulation, emitter: TraceEmitter) -> None:
         seed=sim.seed,
         options=sim.options_record(),
         tool_version=TOOL_VERSION,
-        source_revision=source_revision(tuple(protocol.source_files)),
+        source_revision=source_revision(tuple(protocol.source_files), protocol.source_root),
         constants=protocol.spec_constants(sim.config),
         variables=protocol.variable_types,
         reproduce=regenerate_command(sim, sim.options.trace_format),

@@ -410,7 +410,7 @@ def test_explore_refuses_bad_options(tmp_path: Path) -> None:
         (("explore", "twopc", "--bug", "nope"), "unknown twopc bug"),
         (("explore", "twopc", "--set", "rm_count=0"), "rm_count=0"),
         (("explore", "twopc", "--order", "random"), "'random' is not one of"),
-        (("explore", "nope"), "'nope' is not one of"),
+        (("explore", "nope"), "unknown protocol 'nope'; known: "),
         (("explore", "twopc", "--crashes", "-1"), "-1 is not in the range"),
     ):
         done = tlasim(*args, "--out", str(tmp_path))

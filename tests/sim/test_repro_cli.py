@@ -411,7 +411,7 @@ def test_resume_after_a_code_change_says_it_starts_afresh_and_why(
 
     import tlasim.sim.campaign.sweep as sweep
 
-    monkeypatch.setattr(sweep, "source_revision", lambda files: "sha256:changed")
+    monkeypatch.setattr(sweep, "source_revision", lambda files, root: "sha256:changed")
     code, output = invoke(*args, "--resume")
     assert code == exitcodes.OK, output
     assert "not resuming campaign 1" in output
@@ -497,7 +497,7 @@ def test_repro_after_a_code_change_says_the_replay_runs_todays_code(
     import tlasim.sim.campaign.sweep as sweep
 
     db = _forged_failure_db(tmp_path / "results.db")
-    monkeypatch.setattr(sweep, "source_revision", lambda files: "sha256:changed")
+    monkeypatch.setattr(sweep, "source_revision", lambda files, root: "sha256:changed")
     code, output = invoke("repro", str(db), "1:7")
     assert code == exitcodes.USAGE, output
     assert "the protocol's code changed since this campaign" in output

@@ -33,7 +33,7 @@ from typing import Any, get_args
 
 from tlasim.protocols.checked import load_json
 from tlasim.protocols.errors import SpecError, TraceFormatError
-from tlasim.protocols.trace_template import read_name_set
+from tlasim.protocols.trace_template import known_spec_dirs, read_name_set
 from tlasim.tracing.tla.source import ModuleDecls, read_module
 from tlasim.tracing.tla.tlc import Outcome, TLCResult, run_tlc
 
@@ -129,7 +129,8 @@ class TraceSpec:
 
 
 def _default_spec_dirs() -> list[Path]:
-    return [Path(str(importlib.resources.files("tlasim.specs")))]
+    # The shipped specs and those of every protocol loaded (a user's own).
+    return list(known_spec_dirs())
 
 
 def find_spec(name: str, spec_dirs: Sequence[Path] | None = None) -> tuple[Path, Path]:
@@ -153,7 +154,10 @@ def find_spec(name: str, spec_dirs: Sequence[Path] | None = None) -> tuple[Path,
                     "write one that defines TraceActionNames and TraceAction(e)"
                 )
             return found[0], template
-    raise SpecError(f"spec module {name}.tla not found under {', '.join(map(str, dirs))}")
+    hint = ("; the specs of a protocol of your own are found once tlasim knows the "
+            "protocol (its tlasim.protocols entry point, or TLASIM_PROTOCOLS), or give "
+            "--spec-dir" if spec_dirs is None else "")
+    raise SpecError(f"spec module {name}.tla not found under {', '.join(map(str, dirs))}{hint}")
 
 
 def _read_decls(path: Path, seen: set[str] | None = None) -> ModuleDecls:
