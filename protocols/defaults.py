@@ -19,8 +19,14 @@ protocols, from a few class attributes:
   that does not, none;
 - source files: every Python module of the definition's package.
 
+- the spec's variables and their types: read from the spec (its VARIABLES
+  and TypeOK; protocols.spec_variables);
+- the trace template's action names: its `TraceActionNames`, or, with no
+  template beside the spec, the actions of the spec's Next (the template is
+  derived, tracing.tla.derive_template).
+
 What stays for a protocol to write is what only it knows: its name and
-spec, its variables' types, `configure`, `node_ids`, `make_core`,
+spec, `configure`, `node_ids`, `make_core`,
 `spec_constants`, `spec_vars` and `make_oracle`. Any default may be
 overridden, as two-phase commit does for its messages. This module is
 stdlib-only, like the rest of `protocols/`.
@@ -41,6 +47,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from tlasim.protocols.base import Core
 from tlasim.protocols.definition import Oracle, ProtocolDefinition, build_options
 from tlasim.protocols.errors import InternalError, ProtocolViolation
+from tlasim.protocols.spec_variables import find_module, read_spec_variables
 from tlasim.protocols.trace_template import find_template, read_action_names, shipped_spec_dirs
 from tlasim.protocols.wire import Schema
 from tlasim.protocols.zoo import BugVariant, check_bug
@@ -74,7 +81,6 @@ class ProtocolBase(ABC):
     name: str
     summary: str
     spec_module: str
-    variable_types: Mapping[str, str]
 
     OPTIONS: ClassVar[type[OptionsBase]] = NoOptions
     BUGS: ClassVar[Mapping[str, BugVariant]] = MappingProxyType({})
@@ -114,6 +120,12 @@ class ProtocolBase(ABC):
             return tuple(self.SPEC_DIRS)
         beside = Path(inspect.getfile(type(self))).resolve().parent / "specs"
         return (beside,) if beside.is_dir() else shipped_spec_dirs()
+
+    @cached_property
+    def variable_types(self) -> Mapping[str, str]:
+        """The spec's variables in its order, with their types from its TypeOK
+        (protocols.spec_variables); a definition may still write its own."""
+        return read_spec_variables(find_module(self.spec_module, self.spec_dirs))
 
     @cached_property
     def trace_actions(self) -> frozenset[str]:

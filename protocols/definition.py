@@ -97,7 +97,11 @@ class ProtocolDefinition(Protocol):
     @property
     def net_duplicate_action(self) -> str | None: ...
 
-    variable_types: Mapping[str, str]  # spec variable -> TLA+ type, in spec order
+    @property
+    def variable_types(self) -> Mapping[str, str]:
+        """Spec variable -> TLA+ type, in the spec's order."""
+        ...
+
     # option name -> (simplest, most complex) bound that search mode draws from
     workload_ranges: Mapping[str, tuple[int, int] | tuple[float, float]]
     @property

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import importlib.resources
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tlasim.protocols.errors import SpecError
@@ -33,6 +33,7 @@ __all__ = [
     "module_tokens",
     "read_action_names",
     "read_name_set",
+    "set_template_deriver",
     "shipped_spec_dirs",
 ]
 
@@ -82,16 +83,30 @@ def known_spec_dirs() -> tuple[Path, ...]:
     return (*shipped_spec_dirs(), *_PLUGIN_SPEC_DIRS)
 
 
+# Derives the trace template of a spec that has none (tracing.tla.derive_template,
+# which needs SANY: tracing registers it, as protocols may not import tracing).
+_deriver: Callable[[Path], Path] | None = None
+
+
+def set_template_deriver(deriver: Callable[[Path], Path]) -> None:
+    global _deriver
+    _deriver = deriver
+
+
 def find_template(spec_module: str, spec_dirs: Sequence[Path]) -> Path:
-    """`<spec_module>Trace.tla` under the first folder (searched recursively) holding it."""
-    name = f"{spec_module}Trace.tla"
-    for folder in spec_dirs:
-        found = sorted(Path(folder).rglob(name))
-        if len(found) > 1:
-            raise SpecError(f"{name} is in more than one place under {folder}: {found}")
-        if found:
-            return found[0]
-    raise SpecError(f"trace template {name} not found under {', '.join(map(str, spec_dirs))}")
+    """`<spec_module>Trace.tla` under the first folder (searched recursively)
+    holding it, or else the template derived from `<spec_module>.tla`."""
+    for wanted in (f"{spec_module}Trace.tla", f"{spec_module}.tla"):
+        for folder in spec_dirs:
+            found = sorted(Path(folder).rglob(wanted))
+            if len(found) > 1:
+                raise SpecError(f"{wanted} is in more than one place under {folder}: {found}")
+            if found and wanted.endswith("Trace.tla"):
+                return found[0]
+            if found and _deriver is not None:
+                return _deriver(found[0])
+    raise SpecError(f"trace template {spec_module}Trace.tla not found under "
+                    f"{', '.join(map(str, spec_dirs))}")
 
 
 def module_tokens(text: str, origin: str) -> tuple[str, list[tuple[str, str]]]:

@@ -16,10 +16,6 @@ from tlasim.protocols.twopc.oracles import TwoPCOracle
 from tlasim.protocols.twopc.rm import ResourceManager
 from tlasim.protocols.twopc.tm import TM_ID, TransactionManager
 
-_TM_STATES = '{"init", "preparing", "committed", "aborted"}'
-_RM_STATES = '{"working", "prepared", "committed", "aborted"}'
-_MSG = '[type: {"Prepare", "Commit", "Abort", "Prepared", "Aborted"}, tx: Tx, rm: RM]'
-
 
 class TwoPhaseCommit(ProtocolBase):
     name = "twopc"
@@ -27,17 +23,6 @@ class TwoPhaseCommit(ProtocolBase):
     spec_module = "TwoPhaseCommitMsg"
     net_lose_action = "NetLose"
     net_duplicate_action = "NetDuplicate"
-    variable_types: Mapping[str, str] = {
-        "tmState": f"[Tx -> {_TM_STATES}]",
-        "tmPrepared": "[Tx -> SUBSET RM]",
-        "tmLog": 'SUBSET [kind: {"begin", "commit"}, tx: Tx]',
-        "tmUp": "BOOLEAN",
-        "rmState": f"[Tx -> [RM -> {_RM_STATES}]]",
-        "rmLog": '[RM -> SUBSET [kind: {"prepared", "committed", "aborted"}, tx: Tx]]',
-        "rmUp": "[RM -> BOOLEAN]",
-        "rmLostWork": "[RM -> SUBSET Tx]",
-        "msgs": f"[{_MSG} -> Nat \\ {{0}}] (a bag)",
-    }
     # What search mode draws workloads from; each range shrinks toward its
     # first bound: two RMs, one transaction, every RM voting yes and none
     # aborting on its own.

@@ -66,10 +66,39 @@ def _text(sources: Mapping[str, list[str]], node: ET.Element) -> str:
     return "\n".join(parts)
 
 
+@dataclass(frozen=True, slots=True)
+class Occurrence:
+    """One action applied in Next, with the quantifiers around it."""
+
+    action: str
+    binders: tuple[str, ...]  # the enclosing `\\E v \\in (S) :`, as texts
+    application: str  # `A(t, r)`, as the module writes it
+    operator: ET.Element  # A's definition, in SANY's export
+    appl: ET.Element  # the application, in SANY's export
+
+
+def occurrences(export: _Export, sources: Mapping[str, list[str]], module: str,
+                next_name: str = "Next") -> list[Occurrence] | None:
+    """Every action occurrence of `module`'s `next_name`, or None when it is
+    not a disjunction of actions under bounded existentials."""
+    definition = export.definition(module, next_name)
+    body = None if definition is None else _body(definition)
+    if body is None:
+        return None
+    try:
+        return list(_occurrences(export, sources, body, (), frozenset({next_name})))
+    except _CannotSplit:
+        return None
+
+
+def module_sources(folder: Path) -> dict[str, list[str]]:
+    """The lines of every module in `folder`, by module name, for `_text`."""
+    return {path.stem: path.read_text(encoding="utf-8").splitlines()
+            for path in folder.glob("*.tla")}
+
+
 def _occurrences(export: _Export, sources: Mapping[str, list[str]], expr: ET.Element,
-                 binders: tuple[str, ...], seen: frozenset[str]
-                 ) -> Iterator[tuple[str, tuple[str, ...], str]]:
-    """(action name, enclosing binders as `\\E v \\in (S) :` texts, application text)."""
+                 binders: tuple[str, ...], seen: frozenset[str]) -> Iterator[Occurrence]:
     if expr.tag != "OpApplNode":
         raise _CannotSplit(f"a disjunct that is a {expr.tag}")
     builtin = export.builtin(expr)
@@ -100,7 +129,7 @@ def _occurrences(export: _Export, sources: Mapping[str, list[str]], expr: ET.Ele
         # `Next == TMNext \/ RMNext`: the parts of TMNext are the actions.
         yield from _occurrences(export, sources, op_body, binders, seen | {name})
         return
-    yield name, binders, _text(sources, expr)
+    yield Occurrence(name, binders, _text(sources, expr), op, expr)
 
 
 def split_next(xml: bytes, module: str, folder: Path, next_name: str = "Next"
@@ -109,22 +138,15 @@ def split_next(xml: bytes, module: str, folder: Path, next_name: str = "Next"
     action occurrence, or None when it is not a disjunction of actions
     under bounded existentials."""
     export = _Export(xml, f"{module}.tla")
-    definition = export.definition(module, next_name)
-    body = None if definition is None else _body(definition)
-    if body is None:
-        return None
-    sources = {path.stem: path.read_text(encoding="utf-8").splitlines()
-               for path in folder.glob("*.tla")}
-    try:
-        occurrences = list(_occurrences(export, sources, body, (), frozenset({next_name})))
-    except _CannotSplit:
-        return None
-    if len(occurrences) < 2:
+    found = occurrences(export, module_sources(folder), module, next_name)
+    if found is None or len(found) < 2:
         return None
     lines = []
     names: list[str] = []
     count: dict[str, int] = {}
-    for action, binders, application in occurrences:
+    for occurrence in found:
+        action, binders, application = (occurrence.action, occurrence.binders,
+                                         occurrence.application)
         count[action] = count.get(action, 0) + 1
         name = PREFIX + action + ("" if count[action] == 1 else f"__{count[action]}")
         names.append(name)

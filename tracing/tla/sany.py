@@ -222,7 +222,9 @@ def spec_shape(module: Path) -> SpecShape:
     module = Path(module).resolve()
     template = module.with_name(f"{module.stem}Trace.tla")
     if not template.is_file():
-        raise SpecError(f"{module} has no trace template {template.name} beside it")
+        from tlasim.tracing.tla.derive_template import derived_template  # it imports this
+
+        template = derived_template(module)
     digest = hashlib.sha256()
     for path in sorted(module.parent.glob("*.tla")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")

@@ -34,6 +34,7 @@ from typing import Any, get_args
 from tlasim.protocols.checked import load_json
 from tlasim.protocols.errors import SpecError, TraceFormatError
 from tlasim.protocols.trace_template import known_spec_dirs, read_name_set
+from tlasim.tracing.tla.derive_template import derived_template
 from tlasim.tracing.tla.source import ModuleDecls, read_module
 from tlasim.tracing.tla.tlc import Outcome, TLCResult, run_tlc
 
@@ -137,7 +138,8 @@ def find_spec(name: str, spec_dirs: Sequence[Path] | None = None) -> tuple[Path,
     """Find `<name>.tla` and its trace template `<name>Trace.tla` under spec_dirs.
 
     The first folder (searched recursively) that holds the module wins; the
-    template must be in the module's own folder. Raises SpecError.
+    template must be in the module's own folder, or it is derived from the
+    spec (tracing.tla.derive_template). Raises SpecError.
     """
     if _IDENT.fullmatch(name) is None:
         raise TraceFormatError(f"spec name {name!r} is not a TLA+ module name")
@@ -149,10 +151,7 @@ def find_spec(name: str, spec_dirs: Sequence[Path] | None = None) -> tuple[Path,
         if found:
             template = found[0].with_name(f"{name}Trace.tla")
             if not template.is_file():
-                raise SpecError(
-                    f"{found[0]} has no trace template {template.name} beside it; "
-                    "write one that defines TraceActionNames and TraceAction(e)"
-                )
+                template = derived_template(found[0])
             return found[0], template
     hint = ("; the specs of a protocol of your own are found once tlasim knows the "
             "protocol (its tlasim.protocols entry point, or TLASIM_PROTOCOLS), or give "
