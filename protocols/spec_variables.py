@@ -4,7 +4,8 @@ protocol definition's `variable_types` would restate.
 Theory of operation: the names come from the VARIABLE(S) declarations, in
 order, after those of the local modules it EXTENDS (in the same folder);
 each one's type is the `v \\in T` conjunct of the spec's `TypeOK`, as written
-there, or "" when TypeOK does not say. The types are what a trace header
+there (`v \\subseteq T` is `SUBSET T`; `BagToSet(v) \\subseteq T` a bag of T),
+or "" when TypeOK does not say. The types are what a trace header
 shows a reader; the validator and `tlasim drift` compare only the names and
 their order with SANY's parse of the spec.
 """
@@ -21,7 +22,11 @@ __all__ = ["find_module", "read_spec_variables"]
 
 _TYPE_INVARIANTS = ("TypeOK", "TypeOk", "TypeInvariant", "TypeInv")
 _COMMENT = re.compile(r"\\\*[^\n]*|\(\*.*?\*\)", re.DOTALL)
-_CONJUNCT = re.compile(r"/\\\s*([A-Za-z_]\w*)\s*\\in\s*(.+?)\s*(?=/\\|\Z)", re.DOTALL)
+_CONJUNCT = re.compile(r"/\\\s*(.+?)\s*(?=/\\|\Z)", re.DOTALL)
+_MEMBER = re.compile(r"([A-Za-z_]\w*)\s*\\in\s*(.+)", re.DOTALL)
+_SUBSET = re.compile(r"([A-Za-z_]\w*)\s*\\subseteq\s*(.+)", re.DOTALL)
+# A bag, as Bags writes its type: IsABag(v) /\ BagToSet(v) \subseteq T.
+_BAG_OF = re.compile(r"BagToSet\(\s*([A-Za-z_]\w*)\s*\)\s*\\subseteq\s*(.+)", re.DOTALL)
 
 
 def find_module(spec_module: str, spec_dirs: tuple[Path, ...] | list[Path]) -> Path:
@@ -77,7 +82,16 @@ def _types(text: str) -> dict[str, str]:
         body = plain[start.end(): start.end() + end.start() if end else len(plain)]
         if not body.lstrip().startswith("/\\"):
             body = "/\\ " + body
-        return {var: " ".join(kind.split()) for var, kind in _CONJUNCT.findall(body)}
+        types: dict[str, str] = {}
+        for conjunct in _CONJUNCT.findall(body):
+            conjunct = " ".join(conjunct.split())
+            if (m := _BAG_OF.fullmatch(conjunct)) is not None:
+                types[m.group(1)] = f"[{m.group(2)} -> Nat \\ {{0}}] (a bag)"
+            elif (m := _SUBSET.fullmatch(conjunct)) is not None:
+                types[m.group(1)] = f"SUBSET {m.group(2)}"
+            elif (m := _MEMBER.fullmatch(conjunct)) is not None:
+                types[m.group(1)] = m.group(2)
+        return types
     return {}
 
 
