@@ -25,9 +25,12 @@ protocols, from a few class attributes:
   template beside the spec, the actions of the spec's Next (the template is
   derived, tracing.tla.derive_template).
 
+- the refinement mapping: gathered from the nodes as `SPEC_VARS` declares
+  (protocols.gather), unless the protocol writes `spec_vars`.
+
 What stays for a protocol to write is what only it knows: its name and
 spec, `configure`, `node_ids`, `make_core`,
-`spec_constants`, `spec_vars` and `make_oracle`. Any default may be
+`spec_constants`, `SPEC_VARS` (or `spec_vars`) and `make_oracle`. Any default may be
 overridden, as two-phase commit does for its messages. This module is
 stdlib-only, like the rest of `protocols/`.
 """
@@ -47,6 +50,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from tlasim.protocols.base import Core
 from tlasim.protocols.definition import Oracle, ProtocolDefinition, build_options
 from tlasim.protocols.errors import InternalError, ProtocolViolation
+from tlasim.protocols.gather import Gathered, gather
 from tlasim.protocols.spec_variables import find_module, read_spec_variables
 from tlasim.protocols.trace_template import find_template, read_action_names, shipped_spec_dirs
 from tlasim.protocols.wire import Schema
@@ -85,6 +89,9 @@ class ProtocolBase(ABC):
     OPTIONS: ClassVar[type[OptionsBase]] = NoOptions
     BUGS: ClassVar[Mapping[str, BugVariant]] = MappingProxyType({})
     MESSAGES: ClassVar[Schema | None] = None
+    # The refinement mapping, declared (protocols.gather); or write spec_vars.
+    SPEC_VARS: ClassVar[Mapping[str, Gathered]] = MappingProxyType({})
+    _undeclared: str | None = None  # SPEC_VARS checked against the spec, once
     # The protocol's own spec folders: its module, trace template, configs and
     # manifest. When empty, a `specs` folder beside the definition module if
     # there is one (a user's protocol), else the specs shipped with tlasim.
@@ -161,7 +168,6 @@ class ProtocolBase(ABC):
     @abstractmethod
     def spec_constants(self, config: Any) -> Mapping[str, Any]: ...
 
-    @abstractmethod
     def spec_vars(
         self,
         config: Any,
@@ -169,7 +175,27 @@ class ProtocolBase(ABC):
         logs: Mapping[str, Sequence[Mapping[str, Any]]],
         up: Mapping[str, bool],
         in_flight: Mapping[Hashable, int],
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, Any]:
+        """The refinement mapping: the variables SPEC_VARS declares (protocols.gather).
+        A protocol with a variable of another shape overrides this."""
+        if not self.SPEC_VARS:
+            raise InternalError(f"{self.name} declares no SPEC_VARS and does not define "
+                                "spec_vars: one of them is the refinement mapping")
+        if self._undeclared is None:
+            spec, declared = list(self.variable_types), list(self.SPEC_VARS)
+            self._undeclared = (
+                "" if spec == declared else
+                f"{self.name}'s SPEC_VARS declares {', '.join(declared)}; the spec "
+                f"{self.spec_module} has {', '.join(spec)}, in that order")
+        if self._undeclared:
+            raise InternalError(self._undeclared)
+        roles: dict[str | None, Sequence[str]] = {None: self.node_ids(config)}
+        roles.update(self.roles(config))
+        return gather(self.SPEC_VARS, roles, views, logs, up, in_flight)
+
+    def roles(self, config: Any) -> Mapping[str, Sequence[str]]:
+        """The nodes of each role SPEC_VARS names (protocols.gather)."""
+        return {}
 
     @abstractmethod
     def make_oracle(self, config: Any) -> Oracle: ...

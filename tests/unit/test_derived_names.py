@@ -1,6 +1,6 @@
 """Names written once (issue 23, part 3): a spec without a trace template gets
-one derived from its Next, and a definition without `variable_types` reads
-them from the spec.
+one derived from its Next, a definition without `variable_types` reads
+them from the spec, and one with `SPEC_VARS` declares its refinement mapping.
 
 The spec is the user project fixture's Counter (tests/fixtures/user_project),
 which has no CounterTrace.tla, copied to a temporary folder; the derived
@@ -10,12 +10,14 @@ templates are cached under a temporary TLASIM_CACHE_DIR.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from tlasim.protocols.errors import SpecError
+from tlasim.protocols.errors import InternalError, SpecError
+from tlasim.protocols.gather import Gathered, gather, log, messages, view
 from tlasim.protocols.spec_variables import read_spec_variables
 from tlasim.protocols.trace_template import find_template, read_action_names
 from tlasim.tracing.tla.derive_template import derive_template_text, derived_template
@@ -104,3 +106,46 @@ def test_the_spec_variables_come_in_order_with_their_typeok_types() -> None:
     assert variables["tmUp"] == "BOOLEAN"
     assert variables["rmLostWork"] == "[RM -> SUBSET Tx]"
     assert read_spec_variables(COUNTER_SPECS / "Counter.tla") == {"count": "[Nodes -> 0..Limit]"}
+
+
+# --- the refinement mapping, declared -------------------------------------------
+
+
+def test_gather_builds_each_declared_shape_from_views_logs_and_liveness() -> None:
+    roles = {None: ("p", "r1", "r2"), "primary": ("p",), "replica": ("r1", "r2")}
+    views = {"p": {"next": 3}, "r1": {"state": "a"}, "r2": {"state": "b"}}
+    logs = {"p": [], "r1": [("x", 1)], "r2": [("x", 1), ("y", 2)]}
+    alive = {"p": True, "r1": False, "r2": True}
+    bag = {("m", 1): 2}
+    declared = {
+        "next": view("next", role="primary", one=True),
+        "state": view("state", role="replica"),
+        "log": log(role="replica"),
+        "ordered": log(role="replica", ordered=True),
+        "alive": up(),
+        "msgs": messages(),
+    }
+    assert gather(declared, roles, views, logs, alive, bag) == {
+        "next": 3,
+        "state": {"r1": "a", "r2": "b"},
+        "log": {"r1": frozenset({("x", 1)}), "r2": frozenset({("x", 1), ("y", 2)})},
+        "ordered": {"r1": (("x", 1),), "r2": (("x", 1), ("y", 2))},
+        "alive": {"p": True, "r1": False, "r2": True},
+        "msgs": bag,
+    }
+
+
+@pytest.mark.parametrize(
+    ("declared", "message"),
+    [
+        ({"v": view("nope")}, "node a's view has no 'nope'"),
+        ({"v": view("k", role="ghost")}, "role 'ghost', which roles() does not name"),
+        ({"v": view("k", one=True)}, "the one node of role None, which has 2"),
+    ],
+)
+def test_gather_names_what_a_declaration_gets_wrong(declared: dict[str, Gathered],
+                                                    message: str) -> None:
+    views = {"a": {"k": 1}, "b": {"k": 2}}
+    with pytest.raises(InternalError, match=re.escape(message)):
+        gather(declared, {None: ("a", "b")}, views, {"a": [], "b": []},
+               {"a": True, "b": True}, {})
