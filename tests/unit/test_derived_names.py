@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tlasim.protocols.errors import InternalError, SpecError
-from tlasim.protocols.gather import Gathered, gather, log, messages, view
+from tlasim.protocols.gather import Gathered, gather, log, messages, up, view
 from tlasim.protocols.spec_variables import read_spec_variables
 from tlasim.protocols.trace_template import find_template, read_action_names
 from tlasim.tracing.tla.derive_template import derive_template_text, derived_template
