@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from tlasim.protocols.base import Core
 from tlasim.protocols.definition import Oracle, ProtocolDefinition, build_options
-from tlasim.protocols.errors import InternalError, ProtocolViolation
+from tlasim.protocols.errors import ConfigError, InternalError, ProtocolViolation
 from tlasim.protocols.gather import Gathered, gather
 from tlasim.protocols.spec_variables import find_module, read_spec_variables
 from tlasim.protocols.trace_template import find_template, read_action_names, shipped_spec_dirs
@@ -179,7 +179,7 @@ class ProtocolBase(ABC):
         """The refinement mapping: the variables SPEC_VARS declares (protocols.gather).
         A protocol with a variable of another shape overrides this."""
         if not self.SPEC_VARS:
-            raise InternalError(f"{self.name} declares no SPEC_VARS and does not define "
+            raise ConfigError(f"{self.name} declares no SPEC_VARS and does not define "
                                 "spec_vars: one of them is the refinement mapping")
         if self._undeclared is None:
             spec, declared = list(self.variable_types), list(self.SPEC_VARS)
@@ -188,7 +188,7 @@ class ProtocolBase(ABC):
                 f"{self.name}'s SPEC_VARS declares {', '.join(declared)}; the spec "
                 f"{self.spec_module} has {', '.join(spec)}, in that order")
         if self._undeclared:
-            raise InternalError(self._undeclared)
+            raise ConfigError(self._undeclared)
         roles: dict[str | None, Sequence[str]] = {None: self.node_ids(config)}
         roles.update(self.roles(config))
         return gather(self.SPEC_VARS, roles, views, logs, up, in_flight)

@@ -26,7 +26,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tlasim.protocols.errors import InternalError
+from tlasim.protocols.errors import ConfigError
 
 __all__ = ["Gathered", "gather", "log", "messages", "up", "view"]
 
@@ -66,7 +66,7 @@ def _value(how: Gathered, node: str, views: Mapping[str, Mapping[str, Any]],
         try:
             return views[node][how.key]
         except KeyError:
-            raise InternalError(f"node {node}'s view has no {how.key!r}, which SPEC_VARS "
+            raise ConfigError(f"node {node}'s view has no {how.key!r}, which SPEC_VARS "
                                 f"gathers; its view has {sorted(views[node])}") from None
     if how.source == "log":
         records = logs[node]
@@ -92,11 +92,11 @@ def gather(
         try:
             nodes = roles[how.role]
         except KeyError:
-            raise InternalError(f"SPEC_VARS gathers {name} from role {how.role!r}, which "
+            raise ConfigError(f"SPEC_VARS gathers {name} from role {how.role!r}, which "
                                 f"roles() does not name ({sorted(map(str, roles))})") from None
         if how.one:
             if len(nodes) != 1:
-                raise InternalError(f"SPEC_VARS gathers {name} from the one node of role "
+                raise ConfigError(f"SPEC_VARS gathers {name} from the one node of role "
                                     f"{how.role!r}, which has {len(nodes)}")
             found[name] = _value(how, nodes[0], views, logs, up)
         else:

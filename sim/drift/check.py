@@ -240,6 +240,11 @@ def schema_problems(
     found = schema_drift(
         shape, list(definition.variable_types), definition.trace_actions, definition.name
     )
+    declared = list(getattr(definition, "SPEC_VARS", {}))
+    if declared and declared != list(shape.variables):
+        found.append(f"{definition.name}'s SPEC_VARS declares {', '.join(declared)}; "
+                     f"the spec declares {', '.join(shape.variables)} (the same names, "
+                     "in its order)")
     return found + declaration_problems(definition, root)
 
 

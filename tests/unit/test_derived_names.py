@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tlasim.protocols.errors import InternalError, SpecError
+from tlasim.protocols.errors import ConfigError, SpecError
 from tlasim.protocols.gather import Gathered, gather, log, messages, up, view
 from tlasim.protocols.spec_variables import read_spec_variables
 from tlasim.protocols.trace_template import find_template, read_action_names
@@ -146,6 +146,6 @@ def test_gather_builds_each_declared_shape_from_views_logs_and_liveness() -> Non
 def test_gather_names_what_a_declaration_gets_wrong(declared: dict[str, Gathered],
                                                     message: str) -> None:
     views = {"a": {"k": 1}, "b": {"k": 2}}
-    with pytest.raises(InternalError, match=re.escape(message)):
+    with pytest.raises(ConfigError, match=re.escape(message)):
         gather(declared, {None: ("a", "b")}, views, {"a": [], "b": []},
                {"a": True, "b": True}, {})

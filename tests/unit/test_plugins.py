@@ -74,8 +74,26 @@ def test_a_folder_in_tlasim_protocols_is_scanned_as_tlasims_own_are(
     code, output = tlasim("validate", "t.ndjson", cwd=tmp_path, env=env)
     assert code == exitcodes.OK and "1 accepted" in output, output
     code, output = tlasim("drift", "counter", cwd=tmp_path, env=env)
+    assert code == exitcodes.OK, output
+    assert "counter (Counter): spec and code agree on variables and actions" in output
+    # Its modelled code is its own: a change to it is drift.
+    core = project / "counter" / "core.py"
+    core.write_text(core.read_text().replace("self.count += 1", "self.count = self.count + 1"))
+    code, output = tlasim("drift", "counter", cwd=tmp_path, env=env)
+    assert code == exitcodes.DRIFT, output
+    assert "counter/core.py:Counter" in output
+
+
+def test_a_refinement_mapping_that_misnames_a_spec_variable_is_drift(project: Path) -> None:
+    definition = project / "counter" / "definition.py"
+    definition.write_text(definition.read_text().replace('{"count": view("count")}',
+                                                         '{"counts": view("count")}'))
+    code, output = tlasim("drift", REFERENCE, cwd=project)
+    assert code == exitcodes.DRIFT, output
+    assert "SPEC_VARS declares counts; the spec declares count" in output
+    code, output = tlasim("run", REFERENCE, "--seed", "1", cwd=project)
     assert code == exitcodes.USAGE, output
-    assert f"{project / 'counter' / 'specs' / 'modelled.json'}: no record" in output
+    assert "SPEC_VARS declares counts; the spec Counter has count" in output
 
 
 def test_the_specs_of_a_protocol_tlasim_does_not_know_are_not_found_and_it_says_how(
