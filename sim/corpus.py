@@ -331,7 +331,7 @@ class _Maker:
         if self.options.partial and f.rng.random() < PARTIAL_SHARE:
             f.partial = f.rng.choice(STRIPPINGS)
         if f.mutation is not None:
-            trace = self._mutant(f, f.mutation)
+            trace = self._mutant(f)
         else:
             if f.bug is None:
                 f.source_seed = f.rng.randrange(_SEED_LIMIT)
@@ -347,28 +347,36 @@ class _Maker:
         write_trace(trace, final, self.options.trace_format, what="--out")
         f.checked = Trace(str(final), trace.header, trace.steps)
 
-    def _mutant(self, f: _File, how: str) -> Trace:
-        for _ in range(MUTATION_ATTEMPTS):
-            f.source_seed = f.rng.randrange(_SEED_LIMIT)
-            path = self.scratch / f.name
-            result = self._run(f.source_seed, None, path)
-            mutant = mutate(
-                read_trace(path),
-                how,
-                f.rng,
-                network=NETWORK_VARIABLE,
-                lose_actions=tuple(
-                    a for a in (self.definition.net_lose_action,) if a is not None
-                ),
-                actions=self.actions,
-            )
-            if mutant is not None:
-                f.run_outcome, f.oracle_failure = result.outcome, result.failure
-                f.detail, f.mutated_line = mutant.detail, mutant.line
-                return mutant.trace
+    def _mutant(self, f: _File) -> Trace:
+        """A mutant of the file's kind, or, when the protocol's runs give that
+        kind no place (a protocol without messages has none to deliver before
+        its send), of the next kind that has one: a corpus of any protocol can
+        be made. `f.mutation` ends naming the kind used."""
+        assert f.mutation is not None
+        kinds = [f.mutation, *(m for m in MUTATIONS if m != f.mutation)]
+        for how in kinds:
+            for _ in range(MUTATION_ATTEMPTS):
+                f.source_seed = f.rng.randrange(_SEED_LIMIT)
+                path = self.scratch / f.name
+                result = self._run(f.source_seed, None, path)
+                mutant = mutate(
+                    read_trace(path),
+                    how,
+                    f.rng,
+                    network=NETWORK_VARIABLE,
+                    lose_actions=tuple(
+                        a for a in (self.definition.net_lose_action,) if a is not None
+                    ),
+                    actions=self.actions,
+                )
+                if mutant is not None:
+                    f.mutation = how
+                    f.run_outcome, f.oracle_failure = result.outcome, result.failure
+                    f.detail, f.mutated_line = mutant.detail, mutant.line
+                    return mutant.trace
         raise ConfigError(
-            f"{MUTATION_ATTEMPTS} runs of {self.options.protocol} gave no place for the "
-            f"mutation {how}"
+            f"{MUTATION_ATTEMPTS} runs of {self.options.protocol} gave no place for any "
+            f"mutation ({', '.join(MUTATIONS)})"
         )
 
 

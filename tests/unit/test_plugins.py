@@ -12,6 +12,7 @@ registry starts empty and nothing leaks between tests.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -203,3 +204,14 @@ def test_a_bad_reference_is_a_usage_error_that_says_what_is_wrong(
     code, output = tlasim(*args, cwd=project, env=env)
     assert code == exitcodes.USAGE, output
     assert message in output, output
+
+
+def test_a_corpus_of_a_protocol_without_messages_uses_the_mutations_that_have_a_place(
+    project: Path,
+) -> None:
+    # Counter sends nothing, so no receipt can be moved before its send.
+    code, output = tlasim("corpus", REFERENCE, "--count", "12", "--out", "corpus", cwd=project)
+    assert code == exitcodes.OK, output
+    manifest = json.loads((project / "corpus" / "manifest.json").read_text())
+    used = {entry["mutation"] for entry in manifest["files"] if entry["mutation"]}
+    assert used and "deliver-before-send" not in used, manifest
