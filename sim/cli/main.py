@@ -24,6 +24,7 @@ from tlasim.sim.cli.drift import drift
 from tlasim.sim.cli.explore import explore_command
 from tlasim.sim.cli.interchange import export
 from tlasim.sim.cli.live import live_command
+from tlasim.sim.cli.new import new_command
 from tlasim.sim.cli.repro import failures, repro
 from tlasim.sim.cli.show import report, show
 from tlasim.sim.cli.support import (
@@ -322,6 +323,6 @@ def check_specs(names: tuple[str, ...], manifest: Path | None, jobs: int) -> Non
 
 for command in (
     campaign, repro, failures, search, shrink, validate, export, corpus, drift, explore_command,
-    show, report, live_command, conformance_command,
+    show, report, live_command, conformance_command, new_command,
 ):
     main.add_command(command)

@@ -121,3 +121,27 @@ def test_a_users_protocol_runs_end_to_end_on_the_installed_wheel(
     code, output = _run([tlasim, "run", "twopc", "--seed", "1", "--validate"], project)
     assert code == exitcodes.OK, output
     assert "ACCEPTED:" in output
+
+
+def test_a_project_from_tlasim_new_installs_and_passes_its_own_tests(
+    installed: tuple[Path, Path], tmp_path: Path,
+) -> None:
+    """The newcomer's path on the installed wheel: `tlasim new`, `pip install`
+    of the project (its entry point), a validated run and its own tests."""
+    bin_dir, _project = installed
+    code, output = _run([str(bin_dir / "tlasim"), "new", "kv-replica"], tmp_path)
+    assert code == exitcodes.OK, output
+    project = tmp_path / "kv-replica"
+    code, output = _run([sys.executable, "-m", "pip", "--python", str(bin_dir / "python"),
+                         "install", "--no-deps", "--no-build-isolation", "--no-index",
+                         str(project)], tmp_path)
+    assert code == 0, output
+    code, output = _run([str(bin_dir / "tlasim"), "protocols"], tmp_path)
+    assert "kv-replica  entry point kv_replica.definition:DEFINITION" in output, output
+    code, output = _run([str(bin_dir / "tlasim"), "run", "kv-replica", "--seed", "3",
+                         "--validate"], project)
+    assert code == exitcodes.OK, output
+    assert "ACCEPTED:" in output
+    code, output = _run([str(bin_dir / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                         "-k", "not survives"], project)
+    assert code == 0, output
