@@ -31,6 +31,20 @@ class SpecError(TlasimError):
     """A spec, its config or the manifest is missing or malformed."""
 
 
+class SpecParseError(SpecError):
+    """SANY rejected a spec module: the spec is wrong, whatever trace or run
+    needed it. `report` is SANY's own account, line by line."""
+
+    def __init__(self, module: str, report: str) -> None:
+        super().__init__(f"SANY cannot parse {module}:\n{report}")
+        self.module = module
+        self.report = report
+
+    def __reduce__(self) -> tuple[type[SpecParseError], tuple[str, str]]:
+        # So that it crosses to and from a pool or Dask worker whole.
+        return (SpecParseError, (self.module, self.report))
+
+
 class ToolNotFound(TlasimError):
     """Java or tla2tools.jar cannot be found."""
 

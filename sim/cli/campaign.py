@@ -50,6 +50,7 @@ from tlasim.sim.run.report import reproduce_command
 from tlasim.tracing.printable import printable
 
 LISTED_FAILURES_MAX = 10  # failures listed one line each, after the full reports
+REJECTED_ROW = "TLC rejected"  # the summary's row of runs only TLC found fault with
 
 
 def _summary_table(protocol: str, bug: str | None, outcomes: list[SeedOutcome]) -> Table:
@@ -57,8 +58,17 @@ def _summary_table(protocol: str, bug: str | None, outcomes: list[SeedOutcome]) 
     for column in ("outcome", "seeds", "mean steps", "crashes", "lost", "dup",
                    "TLC ok", "TLC rejected"):
         table.add_column(column, justify="right" if column != "outcome" else "left")
-    for outcome in (OUTCOME_OK, OUTCOME_SAFETY, OUTCOME_LIVENESS):
-        group = [o for o in outcomes if o.outcome == outcome]
+    # A run the oracles pass but TLC rejects is a failure too: it has a row of
+    # its own, so that `ok` counts only the runs nothing found fault with.
+    rows = [
+        (OUTCOME_OK, [o for o in outcomes
+                      if o.outcome == OUTCOME_OK and o.validation != "rejected"]),
+        (REJECTED_ROW, [o for o in outcomes
+                        if o.outcome == OUTCOME_OK and o.validation == "rejected"]),
+        *((outcome, [o for o in outcomes if o.outcome == outcome])
+          for outcome in (OUTCOME_SAFETY, OUTCOME_LIVENESS)),
+    ]
+    for outcome, group in rows:
         if not group:
             continue
         table.add_row(

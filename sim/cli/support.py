@@ -25,6 +25,7 @@ from tlasim.protocols.errors import (
     ConfigError,
     InternalError,
     SpecError,
+    SpecParseError,
     TlasimError,
     TLCError,
     ToolNotFound,
@@ -63,6 +64,21 @@ def fail(code: int, message: str) -> NoReturn:
     sys.exit(code)
 
 
+def fail_report(code: int, headline: str, report: str) -> NoReturn:
+    """`fail`, with a tool's multi-line report after the headline: each of its
+    lines made printable on its own, so the report reads as the tool wrote it."""
+    err.print(f"tlasim: error: {clip(printable(headline), ERROR_MAX_CHARS)}", markup=False)
+    lines = report.splitlines()
+    for line in lines[:_REPORT_MAX_LINES]:
+        err.print(f"  {clip(printable(line), ERROR_MAX_CHARS)}", markup=False)
+    if len(lines) > _REPORT_MAX_LINES:
+        err.print(f"  ... and {len(lines) - _REPORT_MAX_LINES} more lines", markup=False)
+    sys.exit(code)
+
+
+_REPORT_MAX_LINES = 60
+
+
 def guarded(fn: F) -> F:
     """Map every tlasim error to its exit code and a one-line message."""
 
@@ -71,6 +87,8 @@ def guarded(fn: F) -> F:
             return fn(*args, **kwargs)
         except ToolNotFound as exc:
             fail(exitcodes.TOOL_MISSING, str(exc))
+        except SpecParseError as exc:
+            fail_report(exitcodes.USAGE, f"SANY cannot parse {exc.module}:", exc.report)
         except (ConfigError, TraceFormatError, SpecError) as exc:
             fail(exitcodes.USAGE, str(exc))
         except TLCError as exc:

@@ -53,7 +53,7 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tlasim.protocols.errors import SpecError, ToolNotFound
+from tlasim.protocols.errors import SpecError, SpecParseError, ToolNotFound
 from tlasim.tracing.tla.tlc import find_java, find_tla2tools, run_jar_class
 
 __all__ = ["SpecShape", "export_xml", "read_spec_shape", "schema_drift", "spec_shape"]
@@ -192,7 +192,7 @@ def export_xml(module: Path) -> bytes:
                 f"SANY did not start (exit code {proc.returncode}): is {jar} a TLA+ tools jar "
                 f"(set TLA2TOOLS_JAR) and {java} a working Java (set JAVA)?\n{stderr[-2000:]}"
             )
-        raise SpecError(f"SANY cannot parse {module}:\n{_sany_report(stderr)}")
+        raise SpecParseError(str(module), _sany_report(stderr))
     return proc.stdout
 
 

@@ -43,7 +43,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tlasim.protocols.errors import InternalError, SpecError, TLCError, TraceFormatError
+from tlasim.protocols.errors import (
+    InternalError,
+    SpecError,
+    SpecParseError,
+    TLCError,
+    TraceFormatError,
+)
 from tlasim.tracing.codec import Trace, TraceStep, read_trace
 from tlasim.tracing.printable import printable
 from tlasim.tracing.tla.literal import is_identifier, to_tla
@@ -467,6 +473,9 @@ def validate_traces(
                         loaded, values, len(decoded.steps), trace=decoded,
                         full_logs=logs_every_variable(decoded, loaded), index=i,
                     )
+                except SpecParseError:
+                    # The spec is wrong, not this trace: no trace can be checked.
+                    raise
                 except (TraceFormatError, SpecError) as exc:
                     path = Path(trace.path if isinstance(trace, Trace) else trace)
                     if not keep_going:
