@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -222,9 +223,21 @@ def explore_command(
 
 
 def _with_progress(run: Callable[[Progress | None], T], quiet: bool) -> T:
-    """Run a search, showing its progress on a terminal's stderr."""
-    if quiet or not err.is_terminal:
+    """Run a search, showing its progress on stderr: a live line on a terminal,
+    else a plain line every PLAIN_PROGRESS_EVERY seconds (a long search in CI
+    or behind a pipe is not silent until it ends)."""
+    if quiet:
         return run(None)
+    if not err.is_terminal:
+        last = [time.monotonic()]
+
+        def note(so_far: Exploration) -> None:
+            now = time.monotonic()
+            if now - last[0] >= PLAIN_PROGRESS_EVERY:
+                last[0] = now
+                err.print(f"explore: {_figures(so_far)}  {so_far.seconds:.0f} s", markup=False)
+
+        return run(note)
     with ProgressBar(
         TextColumn("[progress.description]{task.description}"),
         TimeElapsedColumn(),
@@ -234,12 +247,15 @@ def _with_progress(run: Callable[[Progress | None], T], quiet: bool) -> T:
         task = bar.add_task("exploring", total=None)
 
         def show(so_far: Exploration) -> None:
-            bar.update(
-                task,
-                description=(
-                    f"states {so_far.states:,}  transitions {so_far.transitions:,}  "
-                    f"depth {so_far.depth}  {so_far.states_per_second:,.0f} states/s"
-                ),
-            )
+            bar.update(task, description=_figures(so_far))
 
         return run(show)
+
+
+PLAIN_PROGRESS_EVERY = 10.0  # seconds between progress lines when stderr is not a terminal
+
+
+def _figures(so_far: Exploration) -> str:
+    return (f"states {so_far.states:,}  transitions {so_far.transitions:,}  "
+            f"depth {so_far.depth}  queue {so_far.queue:,}  "
+            f"{so_far.states_per_second:,.0f} states/s")

@@ -80,6 +80,7 @@ class Exploration:
     transitions: int = 0  # moves made, leading to new states or not
     depth: int = 0  # the deepest state reached, in moves
     seconds: float = 0.0
+    queue: int = 0  # states found but not yet expanded (as of the last progress report)
     exhausted: bool = False  # every state within the bounds was expanded
     depth_bounded: bool = False  # some state was left unexpanded at the depth bound
     cut_by: str | None = None  # which limit ("states", "time") ended the search early
@@ -201,6 +202,7 @@ def explore(
             break
         if progress is not None and now - last_report >= progress_every:
             result.seconds = now - started
+            result.queue = len(frontier)
             progress(result)
             last_report = now
         index, frozen = take()

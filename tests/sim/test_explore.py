@@ -534,3 +534,16 @@ def test_the_digest_names_states_as_a_full_value_encoding_does(
     faults = FaultBounds(1, 1, 1) if protocol != "lockfree-queue" else FaultBounds()
     result = explore(definition, config, SearchBounds(faults, max_states=300))
     assert result.states == len(by_digest) == len(by_value)
+
+
+@pytest.mark.slow
+def test_a_long_search_behind_a_pipe_reports_its_progress(tmp_path: Path) -> None:
+    # stderr is a pipe here, not a terminal: plain progress lines, one per
+    # ten seconds, so a search that runs for minutes is never silent.
+    done = tlasim("explore", "twopc", "--crashes", "1", "--losses", "1", "--time", "11",
+                  "--out", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == exitcodes.INCOMPLETE, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("explore: ")]
+    assert lines, done.stderr
+    for word in ("states", "transitions", "depth", "queue", "states/s"):
+        assert word in lines[0], lines[0]
