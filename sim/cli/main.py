@@ -298,15 +298,24 @@ def protocols_command() -> None:
     show_default=True,
     help="TLC processes at once (each with one worker).",
 )
+@click.option("--time", "time_limit", type=click.FloatRange(min=0, min_open=True),
+              default=None, metavar="SECONDS",
+              help="Stop each TLC run after this many seconds: a model that does not "
+                   "finish is reported with the last figures TLC printed.")
+@click.option("--record", is_flag=True,
+              help="Write the distinct-state counts TLC measured into the manifest, for "
+                   "each check that finished with the result the manifest expects.")
 @guarded
-def check_specs(names: tuple[str, ...], manifest: Path | None, jobs: int) -> None:
-    """Run TLC on every config in specs/manifest.json and compare with the expected result."""
+def check_specs(names: tuple[str, ...], manifest: Path | None, jobs: int,
+                time_limit: float | None, record: bool) -> None:
+    """Run TLC on every config in specs/manifest.json (or --manifest) and compare
+    with the expected result and state count."""
     from tlasim.tracing.tla.speccheck import check_specs as run_checks
 
     table = Table(title="TLC spec checks")
     for column in ("check", "expected", "actual", "distinct states", "seconds", "verdict"):
         table.add_column(column)
-    results = run_checks(manifest, names=list(names) or None, jobs=jobs)
+    results = run_checks(manifest, names=list(names) or None, jobs=jobs, timeout_s=time_limit)
     for r in results:
         table.add_row(
             r.name,
@@ -317,6 +326,19 @@ def check_specs(names: tuple[str, ...], manifest: Path | None, jobs: int) -> Non
             "pass" if r.passed else "FAIL",
         )
     out.print(table)
+    if record:
+        from tlasim.tracing.tla.speccheck import record_counts
+
+        written = record_counts(manifest, results)
+        where = printable(manifest) if manifest is not None else "the shipped manifest"
+        out.print(f"recorded in {where}: {', '.join(written) or 'no count changed'}",
+                  markup=False)
+        skipped = [r.name for r in results if r.name not in written and r.actual != r.expected
+                   and (r.unfinished is not None or r.outcome != r.check.expect)]
+        if skipped:
+            out.print(f"not recorded (did not finish, or another result): {', '.join(skipped)}",
+                      markup=False)
+        results = [r for r in results if r.name not in written]
     if not all(r.passed for r in results):
         sys.exit(exitcodes.SPEC_MISMATCH)
 

@@ -23,6 +23,7 @@ Manifest schema (paths relative to the manifest's folder):
 from __future__ import annotations
 
 import importlib.resources
+import json
 import re
 import tempfile
 from collections.abc import Sequence
@@ -36,7 +37,7 @@ from tlasim.protocols.errors import SpecError, TraceFormatError
 from tlasim.protocols.trace_template import known_spec_dirs, read_name_set
 from tlasim.tracing.tla.derive_template import derived_template
 from tlasim.tracing.tla.source import ModuleDecls, read_module
-from tlasim.tracing.tla.tlc import Outcome, TLCResult, run_tlc
+from tlasim.tracing.tla.tlc import Outcome, TLCResult, TLCTimeout, run_tlc
 
 __all__ = [
     "ManifestCheck",
@@ -78,6 +79,7 @@ class SpecCheckResult:
     seconds: float
     problems: tuple[str, ...]  # empty when the check passed
     tlc_error: str  # TLC's error text when the outcome is "error"
+    unfinished: str | None = None  # "did not finish in S s (...)" when stopped by --time
 
     @property
     def passed(self) -> bool:
@@ -96,6 +98,8 @@ class SpecCheckResult:
     @property
     def actual(self) -> str:
         """What TLC found, in the same words as `expected`."""
+        if self.unfinished is not None:
+            return self.unfinished
         return _describe(self.outcome, self.violated, self.distinct_states)
 
     def summary(self) -> str:
@@ -320,7 +324,18 @@ def check_specs(
     with tempfile.TemporaryDirectory(prefix="tlasim-speccheck-") as tmp:
 
         def run(check: ManifestCheck) -> SpecCheckResult:
-            result = run_tlc(check.module, check.config, workdir=Path(tmp), timeout_s=timeout_s)
+            try:
+                result = run_tlc(check.module, check.config, workdir=Path(tmp),
+                                 timeout_s=timeout_s)
+            except TLCTimeout as stopped:
+                # Too large for the time given: a result to show (with the
+                # last figures TLC printed), not an error that hides the rest.
+                unfinished = f"did not finish in {stopped.seconds:g} s" + (
+                    f" ({stopped.figures})" if stopped.figures else "")
+                return SpecCheckResult(
+                    check=check, outcome="error", violated=None, distinct_states=None,
+                    seconds=stopped.seconds, problems=(unfinished,), tlc_error="",
+                    unfinished=unfinished)
             return SpecCheckResult(
                 check=check,
                 outcome=result.outcome,
@@ -334,3 +349,46 @@ def check_specs(
         # Threads suffice: each check is a TLC subprocess. map keeps manifest order.
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             return list(pool.map(run, checks))
+
+
+def record_counts(manifest: Path | None, results: Sequence[SpecCheckResult]) -> list[str]:
+    """Write each finished check's measured distinct-state count into the
+    manifest it came from (`check-specs --record`); return the names written.
+
+    Only a check that TLC finished with the outcome the manifest expects is
+    recorded: a count is worth keeping only for the model the manifest
+    describes. The file is edited in place, entry by entry, so its layout,
+    order and every other key stay as the user wrote them.
+    """
+    path = Path(manifest) if manifest is not None else _default_manifest()
+    text = path.read_text(encoding="utf-8")
+    recorded = []
+    for result in results:
+        check = result.check
+        if (result.unfinished is not None or result.distinct_states is None
+                or result.outcome != check.expect
+                or (check.violated is not None and result.violated != check.violated)):
+            continue
+        text, changed = _set_count(text, check.name, result.distinct_states)
+        if changed:
+            recorded.append(check.name)
+    if recorded:
+        json.loads(text)  # never write a manifest that does not read back
+        scratch = path.with_name(f".{path.name}.tmp")
+        scratch.write_text(text, encoding="utf-8")
+        scratch.replace(path)
+    return recorded
+
+
+def _set_count(text: str, name: str, count: int) -> tuple[str, bool]:
+    """`text` with the entry named `name` holding `"distinct_states": count`.
+    Entries are flat objects, so an entry runs from its name to the next `}`."""
+    found = re.search(r'"name"\s*:\s*' + re.escape(json.dumps(name)) + r'[^}]*\}', text)
+    if found is None:
+        raise SpecError(f"cannot find the check {name} in the manifest text to record its count")
+    entry = found.group(0)
+    if re.search(r'"distinct_states"\s*:\s*\d+', entry):
+        updated = re.sub(r'("distinct_states"\s*:\s*)\d+', rf"\g<1>{count}", entry)
+    else:
+        updated = entry[:-1].rstrip() + f', "distinct_states": {count}' + "}"
+    return text[:found.start()] + updated + text[found.end():], updated != entry

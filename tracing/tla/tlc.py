@@ -397,6 +397,40 @@ def run_jar_class(
         raise ToolNotFound(f"cannot start {java}: {exc}") from exc
 
 
+class TLCTimeout(TLCError):
+    """TLC did not finish within its time; `figures` are the last it printed."""
+
+    def __init__(self, module: str, seconds: float, figures: str | None) -> None:
+        super().__init__(f"TLC did not finish within {seconds:g} s on {module}"
+                         + (f" (last figures: {figures})" if figures else ""))
+        self.module = module
+        self.seconds = seconds
+        self.figures = figures
+
+    def __reduce__(self) -> tuple[type[TLCTimeout], tuple[str, float, str | None]]:
+        return (TLCTimeout, (self.module, self.seconds, self.figures))
+
+
+# TLC's progress report: "Progress(9) at ...: 1,234 states generated (...),
+# 567 distinct states found, 89 states left on queue." (and its final
+# figures in the same words). Counts may carry thousands separators.
+_FIGURES = re.compile(
+    r"(?:Progress\((?P<depth>\d+)\)[^:]*:\s*)?(?P<generated>[\d,]+) states generated"
+    r"(?:[^,]*)?, (?P<distinct>[\d,]+) distinct states found, "
+    r"(?P<queue>[\d,]+) states left on queue")
+
+
+def last_figures(output: str) -> str | None:
+    """The last progress figures in TLC's output, as one line, or None."""
+    found = list(_FIGURES.finditer(output))
+    if not found:
+        return None
+    last = found[-1]
+    text = (f"{last['distinct']} distinct states, {last['generated']} generated, "
+            f"queue {last['queue']}")
+    return text + (f", depth {last['depth']}" if last["depth"] else "")
+
+
 def run_tlc(
     module: Path,
     config: Path,
@@ -449,7 +483,9 @@ def run_tlc(
                 classpath=classpath,
             )
         except subprocess.TimeoutExpired as exc:
-            raise TLCError(f"TLC did not finish within {timeout_s} s on {module.name}") from exc
+            partial = (exc.stdout or b"").decode("utf-8", errors="replace") \
+                if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            raise TLCTimeout(module.name, timeout_s or 0.0, last_figures(partial)) from exc
         seconds = time.monotonic() - started
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,61 @@
+"""Sizing a model is a command (issue 23, part 5): `check-specs --record`
+writes the counts TLC measured into the manifest the checks came from, and
+`--time` stops a model too large for the time given, saying so, without
+hiding the other checks' results."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tlasim.sim import exitcodes
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def tlasim(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tlasim.sim", *args], cwd=cwd,
+                          capture_output=True, text=True, check=False, timeout=600)
+
+
+def _project(tmp_path: Path) -> Path:
+    done = tlasim("new", "sizing", cwd=tmp_path)
+    assert done.returncode == exitcodes.OK, done.stderr
+    return tmp_path / "sizing" / "sizing" / "specs" / "manifest.json"
+
+
+def test_record_writes_the_measured_count_and_keeps_the_layout(tmp_path: Path) -> None:
+    manifest = _project(tmp_path)
+    original = manifest.read_text()
+    wrong = original.replace('"distinct_states": 17}', '"distinct_states": 5}')
+    assert wrong != original
+    manifest.write_text(wrong)
+    done = tlasim("check-specs", "--manifest", str(manifest), "--name", "sizing-abstract",
+                  cwd=tmp_path)
+    assert done.returncode == exitcodes.SPEC_MISMATCH, done.stdout
+    done = tlasim("check-specs", "--manifest", str(manifest), "--name", "sizing-abstract",
+                  "--record", cwd=tmp_path)
+    assert done.returncode == exitcodes.OK, done.stdout + done.stderr
+    assert "recorded in" in done.stdout and "sizing-abstract" in done.stdout
+    # Byte for byte the file as it was: only the count changed back.
+    assert manifest.read_text() == original
+
+
+def test_a_model_that_does_not_finish_in_time_is_named_and_not_recorded(tmp_path: Path) -> None:
+    manifest = _project(tmp_path)
+    before = manifest.read_text()
+    done = tlasim("check-specs", "--manifest", str(manifest), "--time", "0.5", "--record",
+                  cwd=tmp_path)
+    assert done.returncode == exitcodes.SPEC_MISMATCH, done.stdout + done.stderr
+    assert "did not finish in 0.5 s" in done.stdout
+    assert "not recorded" in done.stdout and "sizing-safety" in done.stdout
+    assert manifest.read_text() == before
+    assert json.loads(before)["checks"][1]["name"] == "sizing-safety"
+
+
+def test_a_bad_time_is_refused(tmp_path: Path) -> None:
+    done = tlasim("check-specs", "--time", "0", cwd=tmp_path)
+    assert done.returncode == exitcodes.USAGE
+    assert "--time" in done.stderr
