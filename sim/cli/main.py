@@ -315,7 +315,13 @@ def check_specs(names: tuple[str, ...], manifest: Path | None, jobs: int,
     table = Table(title="TLC spec checks")
     for column in ("check", "expected", "actual", "distinct states", "seconds", "verdict"):
         table.add_column(column)
-    results = run_checks(manifest, names=list(names) or None, jobs=jobs, timeout_s=time_limit)
+    from tlasim.sim.cli.spec_progress import SpecProgress
+    from tlasim.tracing.tla.speccheck import read_manifest
+
+    selected = [c for c in read_manifest(manifest) if not names or c.name in names]
+    with SpecProgress(len(selected)) as progress:
+        results = run_checks(manifest, names=list(names) or None, jobs=jobs,
+                             timeout_s=time_limit, on_event=progress.event)
     for r in results:
         table.add_row(
             r.name,

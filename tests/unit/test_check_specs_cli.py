@@ -35,6 +35,9 @@ def test_record_writes_the_measured_count_and_keeps_the_layout(tmp_path: Path) -
     done = tlasim("check-specs", "--manifest", str(manifest), "--name", "sizing-abstract",
                   cwd=tmp_path)
     assert done.returncode == exitcodes.SPEC_MISMATCH, done.stdout
+    # Progress goes to stderr as each model starts and ends.
+    assert "check-specs: sizing-abstract: TLC started" in done.stderr
+    assert "check-specs: sizing-abstract: ok, 17 distinct states in" in done.stderr
     done = tlasim("check-specs", "--manifest", str(manifest), "--name", "sizing-abstract",
                   "--record", cwd=tmp_path)
     assert done.returncode == exitcodes.OK, done.stdout + done.stderr

@@ -26,7 +26,7 @@ import importlib.resources
 import json
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -298,6 +298,7 @@ def check_specs(
     include_slow: bool = True,
     timeout_s: float | None = None,
     jobs: int = 1,
+    on_event: Callable[[str, ManifestCheck, SpecCheckResult | None], None] | None = None,
 ) -> list[SpecCheckResult]:
     """Run the manifest's checks (those named, or all; slow ones unless told
     not to) and return one result per check, in manifest order.
@@ -308,6 +309,8 @@ def check_specs(
 
     Raises SpecError for a missing or corrupt manifest, a missing file, or a
     name the manifest does not hold; ToolNotFound without Java or TLC.
+    `on_event("start", check, None)` and `on_event("done", check, result)`
+    are called (from the threads that run TLC) as each check starts and ends.
     """
     checks = read_manifest(manifest)
     if names is not None:
@@ -324,6 +327,14 @@ def check_specs(
     with tempfile.TemporaryDirectory(prefix="tlasim-speccheck-") as tmp:
 
         def run(check: ManifestCheck) -> SpecCheckResult:
+            if on_event is not None:
+                on_event("start", check, None)
+            result = run_one(check)
+            if on_event is not None:
+                on_event("done", check, result)
+            return result
+
+        def run_one(check: ManifestCheck) -> SpecCheckResult:
             try:
                 result = run_tlc(check.module, check.config, workdir=Path(tmp),
                                  timeout_s=timeout_s)
