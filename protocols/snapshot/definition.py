@@ -106,7 +106,7 @@ class SnapshotTransfer(ProtocolBase):
         return {
             "Keys": frozenset(config.keys),
             "Clients": frozenset(config.clients),
-            "Chunks": frozenset(config.chunks),
+            "ChunkOrder": tuple(config.chunks),
             "ChunkKeys": {c: frozenset(keys) for c, keys in config.chunk_keys.items()},
             "MaxOps": config.options.ops_per_client,
         }

@@ -28,20 +28,18 @@ from tlasim.tracing.printable import printable
 
 @click.command("conformance", epilog=exit_code_help())
 @click.argument("protocols", nargs=-1, metavar="[PROTOCOL]...", type=ProtocolName())
-@click.option("--seeds", type=bounded_int(min=0, max=1_000_000), default=defaults.SEEDS,
-              show_default=True,
-              help="Seeded runs under swarm faults, at the model's options.")
-@click.option("--explore-states", type=bounded_int(min=0, max=10_000_000),
-              default=defaults.EXPLORE_STATES,
-              show_default=True,
-              help="Distinct states the explorer may reach in each workload (0: no exploring).")
+@click.option("--seeds", type=bounded_int(min=0, max=1_000_000), default=None,
+              help="Seeded runs under swarm faults, at the model's options.  [default: the "
+                   f"model's budget, else {defaults.SEEDS}]")
+@click.option("--explore-states", type=bounded_int(min=0, max=10_000_000), default=None,
+              help="Distinct states the explorer may reach in each workload (0: no "
+                   f"exploring).  [default: the model's budget, else {defaults.EXPLORE_STATES}]")
 @click.option("--explore-time", type=finite_float(min=0, min_open=True), default=None,
               help="Also stop exploring after this many seconds in all (the result then "
                    "depends on the machine's speed).")
-@click.option("--explore-workloads", type=bounded_int(min=1, max=1000),
-              default=defaults.EXPLORE_WORKLOADS,
-              show_default=True,
-              help="Explore the workloads of this many seeds.")
+@click.option("--explore-workloads", type=bounded_int(min=1, max=1000), default=None,
+              help="Explore the workloads of this many seeds.  [default: the model's "
+                   f"budget, else {defaults.EXPLORE_WORKLOADS}]")
 @click.option("--crashes", type=bounded_int(min=0, max=8), default=defaults.CRASHES,
               show_default=True,
               help="Crashes per explored schedule.")
@@ -68,8 +66,8 @@ from tlasim.tracing.printable import printable
                    "those of every protocol of your own it knows).")
 @guarded
 def conformance_command(
-    protocols: tuple[str, ...], seeds: int, explore_states: int, explore_time: float | None,
-    explore_workloads: int,
+    protocols: tuple[str, ...], seeds: int | None, explore_states: int | None,
+    explore_time: float | None, explore_workloads: int | None,
     crashes: int, losses: int,
     dups: int, idle_crashes: bool, show_count: int, list_explained: bool, json_out: Path | None,
     tlc_timeout: float, spec_dirs: tuple[Path, ...],

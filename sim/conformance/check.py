@@ -21,6 +21,7 @@ from typing import Any
 
 from tlasim.protocols.definition import ProtocolDefinition
 from tlasim.protocols.errors import ConfigError
+from tlasim.sim.conformance import defaults
 from tlasim.sim.conformance.impl_side import ImplRuns, impl_profiles
 from tlasim.sim.conformance.model import ConformanceModel, Explained, model_path, read_model
 from tlasim.sim.conformance.profiles import NET_ROLE, Profile, Profiler, message_kind
@@ -194,10 +195,10 @@ def has_model(protocol: ProtocolDefinition, spec_dirs: Sequence[Path] | None = N
 def conformance(
     protocol: ProtocolDefinition,
     *,
-    seeds: int,
-    explore_states: int,
     explore_faults: FaultBounds,
-    explore_workloads: int = 1,
+    seeds: int | None = None,
+    explore_states: int | None = None,
+    explore_workloads: int | None = None,
     explore_seconds: float | None = None,
     spec_dirs: Sequence[Path] | None = None,
     tlc_timeout_s: float | None = None,
@@ -212,6 +213,14 @@ def conformance(
     if unknown:
         raise ConfigError(f"{model.path}: nodes names {', '.join(unknown)}, not variables of "
                           f"{protocol.spec_module} ({', '.join(protocol.variable_types)})")
+    # What the caller leaves unset comes from the model's budget, then the
+    # global defaults: both deterministic, so the report is the same anywhere.
+    if seeds is None:
+        seeds = model.budget.get("seeds", defaults.SEEDS)
+    if explore_states is None:
+        explore_states = model.budget.get("explore_states", defaults.EXPLORE_STATES)
+    if explore_workloads is None:
+        explore_workloads = model.budget.get("explore_workloads", defaults.EXPLORE_WORKLOADS)
     options = protocol.make_options(dict(model.options))
     config = protocol.configure(options, None, split(0).workload)
     constants = protocol.spec_constants(config)

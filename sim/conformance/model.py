@@ -42,12 +42,18 @@ the spec with the code at small constants:
   text contains `contains` (all of it, when left out) is explained.
   `action` is one action's name or a list of them, for one reason that
   holds for the same state under several actions.
+- `budget` (optional) sets this protocol's default effort, any of `seeds`,
+  `explore_states` and `explore_workloads`, where the global defaults
+  (`defaults.py`) leave spec behaviour unreached that more runs do reach:
+  a protocol whose runs are long needs more seeds to see each rare timing,
+  and one whose workload varies (which key an operation uses) more
+  workloads explored. The command line's options override it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +87,26 @@ class ConformanceModel:
     ownership: Ownership
     explained: tuple[Explained, ...]
     symmetric: tuple[str, ...] = ()
+    # The effort this protocol needs by default (seeds, explore_states,
+    # explore_workloads), where the global defaults fall short of its spec.
+    budget: Mapping[str, int] = field(default_factory=dict)
+
+
+# What a model's budget may set, with the least value each takes.
+BUDGET_KEYS = {"seeds": 0, "explore_states": 0, "explore_workloads": 1}
+
+
+def _budget(root: Mapping[str, Any], where: str) -> dict[str, int]:
+    budget = dict(_object(root, "budget", where))
+    unknown = sorted(set(budget) - set(BUDGET_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: budget has unknown keys {unknown} "
+                          f"(it may set {', '.join(BUDGET_KEYS)})")
+    for key, value in budget.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < BUDGET_KEYS[key]:
+            raise ConfigError(f"{where}: budget.{key} must be an integer of at least "
+                              f"{BUDGET_KEYS[key]}, not {value!r:.40}")
+    return budget
 
 
 def model_path(spec_module: Path, spec: str) -> Path:
@@ -125,7 +151,7 @@ def read_model(path: Path) -> ConformanceModel:
     if not isinstance(root, dict):
         raise ConfigError(f"{where}: must hold a JSON object")
     unknown = sorted(set(root) - {"schema", "spec", "model", "options", "nodes", "explained",
-                                  "messages", "symmetric", "about"})
+                                  "messages", "symmetric", "about", "budget"})
     if unknown:
         raise ConfigError(f"{where}: unknown keys {unknown}")
     if root.get("schema") != SCHEMA:
@@ -163,4 +189,5 @@ def read_model(path: Path) -> ConformanceModel:
         ownership=Ownership.parse(nodes, where, _object(root, "messages", where)),
         explained=tuple(explained),
         symmetric=tuple(symmetric),
+        budget=_budget(root, where),
     )

@@ -202,9 +202,25 @@ Init ==
 (* the answers again by resending.                                         *)
 (***************************************************************************)
 
+(* The coordinator takes the answer that completes a phase's acks and     *)
+(* moves on in the same handler: CoordInstalled then CoordSwitch,          *)
+(* CoordActivated then CoordFinish.  A node runs one handler at a time, so  *)
+(* nothing of the coordinator's own runs between those two steps but its   *)
+(* crash.  While CoordMovePending holds, every coordinator action but      *)
+(* CoordSwitch, CoordFinish and CoordCrash is disabled: a coordinator that *)
+(* holds both answers and does anything else first (resends, answers a     *)
+(* RouteReq, takes another message) is rejected at that step.  Other nodes *)
+(* are not held back: a merged log of a real cluster may place their steps *)
+(* inside the coordinator's handler.                                       *)
+CoordMovePending ==
+    /\ coordUp
+    /\ \E p \in Parents : /\ splitPhase[p] \in {"freezing", "activating"}
+                          /\ coordAcks[p] = Children[p]
+
 (* Splits run one at a time, in SplitOrder: a child may be split only      *)
 (* once it is active, which its own split finishing guarantees.            *)
 CoordStartSplit(p) ==
+    /\ ~CoordMovePending
     /\ coordUp
     /\ splitPhase[p] = "idle"
     /\ \E i \in 1..Len(SplitOrder) :
@@ -219,6 +235,7 @@ CoordStartSplit(p) ==
 (* lost message, a crash on either side, or an answer the coordinator      *)
 (* forgot in a crash is survived this way.                                 *)
 CoordResend(p) ==
+    /\ ~CoordMovePending
     /\ coordUp
     /\ splitPhase[p] \in {"freezing", "retiring", "activating"}
     /\ Send(CASE splitPhase[p] = "freezing" -> {FreezeMsg(p)}
@@ -230,6 +247,7 @@ CoordResend(p) ==
 (* An Installed counts only while freezing; a late or duplicated one is    *)
 (* consumed and ignored.  coordAcks is a set, so it counts once.           *)
 CoordInstalled(p, m) ==
+    /\ ~CoordMovePending
     /\ coordUp
     /\ InFlight(m)
     /\ m.type = "Installed"
@@ -257,6 +275,7 @@ CoordSwitch(p) ==
 
 (* Only once the parent has retired may a child serve.                     *)
 CoordRetired(p, m) ==
+    /\ ~CoordMovePending
     /\ coordUp
     /\ InFlight(m)
     /\ m.type = "Retired"
@@ -270,6 +289,7 @@ CoordRetired(p, m) ==
                    clientVars>>
 
 CoordActivated(p, m) ==
+    /\ ~CoordMovePending
     /\ coordUp
     /\ InFlight(m)
     /\ m.type = "Activated"
@@ -291,6 +311,7 @@ CoordFinish(p) ==
 
 (* A client asks for the routing table and gets the current one.           *)
 CoordRoute(m) ==
+    /\ ~CoordMovePending
     /\ coordUp
     /\ InFlight(m)
     /\ m.type = "RouteReq"

@@ -35,10 +35,10 @@ CONSTANTS
     OpKeys        \* the keys the clients' operations use
 
 MCKeys == {"k1", "k2"}
-MCChunks2 == {"ch1", "ch2"}
-MCChunkKeys2 == [ch \in MCChunks2 |-> IF ch = "ch1" THEN {"k1"} ELSE {"k2"}]
-MCChunks1 == {"ch1"}
-MCChunkKeys1 == [ch \in MCChunks1 |-> {"k1", "k2"}]
+MCChunkOrder2 == <<"ch1", "ch2">>
+MCChunkKeys2 == [ch \in {"ch1", "ch2"} |-> IF ch = "ch1" THEN {"k1"} ELSE {"k2"}]
+MCChunkOrder1 == <<"ch1">>
+MCChunkKeys1 == [ch \in {"ch1"} |-> {"k1", "k2"}]
 MCOpKeys1 == {"k1"}
 
 MsgBound ==

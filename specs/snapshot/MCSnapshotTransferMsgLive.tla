@@ -41,8 +41,8 @@ CONSTANTS
 VARIABLE faults   \* how many faults are still allowed
 
 MCKeys == {"k1", "k2"}
-MCChunks2 == {"ch1", "ch2"}
-MCChunkKeys2 == [ch \in MCChunks2 |-> IF ch = "ch1" THEN {"k1"} ELSE {"k2"}]
+MCChunkOrder2 == <<"ch1", "ch2">>
+MCChunkKeys2 == [ch \in {"ch1", "ch2"} |-> IF ch = "ch1" THEN {"k1"} ELSE {"k2"}]
 MCOpKeys1 == {"k1"}
 
 (* A fault, while the budget lasts.                                        *)

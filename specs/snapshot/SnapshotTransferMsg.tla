@@ -54,7 +54,7 @@ EXTENDS Integers, Sequences, FiniteSets, Bags, TLC
 CONSTANTS
     Keys,       \* the keys
     Clients,    \* the clients
-    Chunks,     \* the chunk ids
+    ChunkOrder, \* the chunk ids, in the order the source sends them
     ChunkKeys,  \* ChunkKeys[ch]: the keys of chunk ch, a partition of Keys
     MaxOps      \* the number of operations each client invokes
 
@@ -113,6 +113,9 @@ ApplyEntries(kv, es) ==
 KvAt(p) ==
     ApplyEntries([k \in Keys |-> NoValue],
                  SubSeq(srcLog, 1, IF p < Len(srcLog) THEN Max({p, 0}) ELSE Len(srcLog)))
+
+(* The chunk ids.                                                          *)
+Chunks == {ChunkOrder[i] : i \in DOMAIN ChunkOrder}
 
 (* The chunk of key k.                                                     *)
 ChunkOf(k) == CHOOSE ch \in Chunks : k \in ChunkKeys[ch]
@@ -227,12 +230,19 @@ Init ==
 (* A message m the source is up to receive.                                *)
 SrcReceives(m, t) == srcUp /\ InFlight(m) /\ m.type = t
 
-(* The chunk messages the source may send for snapshot s when the receiver *)
-(* has acknowledged acked: one chunk it lacks, if any.  A set of choices,  *)
-(* each a set of messages to send.                                         *)
+(* The first chunk, in ChunkOrder, that is not in acked.                  *)
+FirstMissing(acked) ==
+    ChunkOrder[CHOOSE i \in DOMAIN ChunkOrder :
+                   /\ ChunkOrder[i] \notin acked
+                   /\ \A j \in 1..(i - 1) : ChunkOrder[j] \in acked]
+
+(* The chunk messages the source sends for snapshot s when the receiver    *)
+(* has acknowledged acked: the first chunk it lacks, if any.  One chunk is *)
+(* in flight at a time and they go in order, as the code's rule says; a    *)
+(* set of choices (here one), each a set of messages to send.              *)
 ChunkChoices(s, acked) ==
     IF Chunks \subseteq acked THEN {{}}
-                              ELSE {{ChunkMsg(s, ch)} : ch \in Chunks \ acked}
+                              ELSE {{ChunkMsg(s, FirstMissing(acked))}}
 
 (* Where shipping starts: after what the receiver acknowledged, or after   *)
 (* the snapshot.                                                           *)

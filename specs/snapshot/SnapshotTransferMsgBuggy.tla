@@ -36,9 +36,10 @@ CONSTANT Bug   \* which bug variant is switched on
 SrcResendFuzzy ==
     /\ srcUp
     /\ srcSnap # -1
-    /\ \E ch \in Chunks \ srcAcked :
-          Send({[type |-> "Chunk", snap |-> srcSnap, chunk |-> ch,
-                 data |-> ChunkData(Len(srcLog), ch)]})
+    /\ srcAcked # Chunks
+    /\ LET ch == FirstMissing(srcAcked)
+       IN  Send({[type |-> "Chunk", snap |-> srcSnap, chunk |-> ch,
+                  data |-> ChunkData(Len(srcLog), ch)]})
     /\ UNCHANGED <<srcVars, rcvVars, clientVars>>
 
 (* RcvChunk's apply, for a chunk the receiver already has, once it holds   *)

@@ -23,8 +23,6 @@ FAULTS = FaultBounds(crashes=defaults.CRASHES, losses=defaults.LOSSES,
 @pytest.mark.slow
 @pytest.mark.parametrize("protocol", ["lockfree-queue", "lockfree-stack", "twopc"])
 def test_every_spec_profile_is_reached_by_the_code_or_explained(protocol: str) -> None:
-    result = conformance(get_protocol(protocol), seeds=defaults.SEEDS,
-                         explore_states=defaults.EXPLORE_STATES,
-                         explore_workloads=defaults.EXPLORE_WORKLOADS, explore_faults=FAULTS)
+    result = conformance(get_protocol(protocol), explore_faults=FAULTS)
     unexplained = [a.text(p) for a in result.actions for p in a.unexplained]
     assert not unexplained, "\n".join(unexplained[:20])

@@ -24,9 +24,10 @@ import pytest
 
 from tlasim.protocols.base import Core, Effect, Input, Persist
 from tlasim.protocols.shardsplit.config import COORD_ID, NO_VALUE, ShardSplitConfig
-from tlasim.protocols.shardsplit.coordinator import IDLE, Coordinator
+from tlasim.protocols.shardsplit.coordinator import FREEZING, IDLE, Coordinator
 from tlasim.protocols.shardsplit.definition import ShardSplit
 from tlasim.protocols.shardsplit.shard import ABSENT, SPLITTING, Shard
+from tlasim.protocols.steps import StepList
 from tlasim.sim.run.runner import run_seed
 from tlasim.tracing.codec import Trace, TraceStep, read_trace
 from tlasim.tracing.validation.validator import validate_traces
@@ -65,6 +66,38 @@ class CoordinatorRecoversLastRecordOnly(Coordinator):
 
     def restore(self, log: tuple[Mapping[str, Any], ...]) -> None:
         super().restore(log[-1:])
+
+
+class CoordinatorSwitchesLate(Coordinator):
+    """Counts the Installed that completes a split's answers, but switches only
+    after its next event (a resend, a RouteReq, another answer): the switch
+    leaves the handler of the answer that made it due."""
+
+    def __init__(self, config: ShardSplitConfig) -> None:
+        super().__init__(config)
+        self._late: tuple[str, str, str, list[Effect]] | None = None
+        self._deferred = False
+
+    def _move(self, out: StepList, parent: str, phase: str, action: str,
+              sends: list[Effect], params: Mapping[str, Any] | None = None) -> None:
+        if action == "CoordSwitch" and not self._deferred:
+            self._deferred = True  # once per run: the first switch
+            self._late = (parent, phase, action, sends)
+            return
+        super()._move(out, parent, phase, action, sends, params)
+
+    def handle(self, now: int, event: Input) -> list[Effect]:
+        late, self._late = self._late, None
+        effects = super().handle(now, event)
+        if late is not None:
+            parent, phase, action, sends = late
+            plan = self.config.split_of(parent)
+            assert plan is not None
+            if self.phase[parent] == FREEZING and self.acks[parent] == set(plan.children):
+                out = StepList(self.view)
+                super()._move(out, parent, phase, action, sends)
+                effects += out.effects
+        return effects
 
 
 class WithCores(ShardSplit):
@@ -133,6 +166,20 @@ def first_second_split_started(trace: Trace) -> int | None:
     )
 
 
+def first_coordinator_step_after_both_installed(trace: Trace) -> int | None:
+    """The coordinator's first step after an Installed completed a split's
+    answers: the switch, from the correct core, in the same handler."""
+    due = False  # other nodes' steps may fall between, so due holds across them
+    for step in trace.steps:
+        if due and step.node == COORD_ID:
+            return step.line
+        # Every split has two children, so two answers complete its phase.
+        due = due or step.action == "CoordInstalled" and any(
+            phase == FREEZING and len(step.vars["coordAcks"][p]) == 2
+            for p, phase in step.vars["splitPhase"].items())
+    return None
+
+
 def _trace(protocol: ShardSplit, seed: int, path: Path) -> Trace:
     run_seed(protocol, seed, trace_path=path)
     return read_trace(path)
@@ -144,10 +191,12 @@ def _trace(protocol: ShardSplit, seed: int, path: Path) -> Trace:
         (ShardAcksUnsyncedWrites, first_apply_lost_in_a_crash),
         (ChildInstallsInMemory, first_install_with_content),
         (CoordinatorRecoversLastRecordOnly, first_second_split_started),
+        (CoordinatorSwitchesLate, first_coordinator_step_after_both_installed),
     ],
-    ids=["write-acked-before-sync", "install-not-persisted", "recovery-misses-a-split"],
+    ids=["write-acked-before-sync", "install-not-persisted", "recovery-misses-a-split",
+         "switch-leaves-the-handler"],
 )
-def test_shardsplit_core_whose_durable_state_is_not_its_synced_log_is_rejected_where_it_breaks(
+def test_shardsplit_core_that_breaks_a_rule_is_rejected_where_it_breaks_it(
     core_class: type[Shard] | type[Coordinator], first_break: FirstBreak, tmp_path: Path
 ) -> None:
     broken = WithCores(core_class)

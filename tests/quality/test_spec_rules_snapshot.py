@@ -8,7 +8,9 @@ its ChunkAck, a replayed batch before its RecordsAck). For each, a core that
 breaks exactly that rule runs swarm seeds until one shows the scenario; TLC
 must reject that trace at the very line where the rule was first broken
 (found here from the trace, not written down), and the correct core must
-pass the same seed, whose trace shows the same scenario.
+pass the same seed, whose trace shows the same scenario. Issue 30's
+conformance report added the order rule: the source sends the first chunk
+the receiver lacks, one at a time.
 """
 
 from __future__ import annotations
@@ -70,6 +72,22 @@ class ReceiverKeepsReplayInMemory(Receiver):
         ]
 
 
+class SourceSendsChunksOutOfOrder(Source):
+    """Sends the last chunk the receiver lacks instead of the first: the data
+    is right, only the order the source's rule fixes is broken."""
+
+    def _chunks(self) -> list[Effect]:
+        missing = [chunk for chunk in self.config.chunks if chunk not in self.acked]
+        if len(missing) < 2:
+            return super()._chunks()
+        skipped = set(missing[:-1])
+        self.acked |= skipped  # so the parent picks the last one ...
+        try:
+            return super()._chunks()
+        finally:
+            self.acked -= skipped  # ... and the transfer state stays what it was
+
+
 class WithCore(SnapshotTransfer):
     """Snapshot transfer with one node's core replaced; the rest are the correct ones."""
 
@@ -120,6 +138,21 @@ def first_records_applied(trace: Trace) -> int | None:
     )
 
 
+def first_chunk_sent(trace: Trace) -> int | None:
+    """The first step that sends a chunk while two or more are unacknowledged
+    (so the order decides which one goes); in an out-of-order core's trace, the
+    first chunk sent out of ChunkOrder."""
+    chunks = tuple(trace.header["constants"]["ChunkOrder"])
+
+    def sends_with_choice(before: TraceStep, after: TraceStep) -> bool:
+        old, new = before.vars["msgs"], after.vars["msgs"]
+        sent = [m for m in new if m["type"] == "Chunk" and new[m] > old.get(m, 0)]
+        unacked = [c for c in chunks if c not in after.vars["srcAcked"]]
+        return bool(sent) and len(unacked) >= 2
+
+    return _first(trace, sends_with_choice)
+
+
 def _trace(protocol: SnapshotTransfer, seed: int, path: Path) -> Trace:
     run_seed(protocol, seed, trace_path=path)
     return read_trace(path)
@@ -131,10 +164,12 @@ def _trace(protocol: SnapshotTransfer, seed: int, path: Path) -> Trace:
         (SOURCE_ID, SourceAcksUnsyncedWrites, first_write_appended),
         (RECEIVER_ID, ReceiverAcksUnsyncedChunks, first_chunk_acked_while_receiving),
         (RECEIVER_ID, ReceiverKeepsReplayInMemory, first_records_applied),
+        (SOURCE_ID, SourceSendsChunksOutOfOrder, first_chunk_sent),
     ],
-    ids=["write-acked-before-sync", "chunk-acked-before-sync", "replay-not-persisted"],
+    ids=["write-acked-before-sync", "chunk-acked-before-sync", "replay-not-persisted",
+         "chunks-out-of-order"],
 )
-def test_snapshot_core_that_leaves_durable_state_unsynced_is_rejected_where_it_breaks_the_rule(
+def test_snapshot_core_that_breaks_a_rule_is_rejected_where_it_breaks_it(
     node_id: str,
     core_class: type[Source] | type[Receiver],
     first_break: FirstBreak,

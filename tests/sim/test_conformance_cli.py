@@ -95,3 +95,18 @@ def test_a_spec_tlc_cannot_parse_is_a_usage_error_not_a_crash(tmp_path: Path) ->
     done = conformance("twopc", "--spec-dir", folder, *FAST)
     assert done.returncode == exitcodes.USAGE, done.stderr
     assert "TLC could not explore" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_models_budget_is_the_default_effort_and_the_options_override_it(
+        tmp_path: Path) -> None:
+    folder = spec_copy(tmp_path, False)
+    model_file = folder / "twopc" / "TwoPhaseCommitMsg.conformance.json"
+    model = json.loads(model_file.read_text())
+    model["budget"] = {"seeds": 7, "explore_states": 0}
+    model_file.write_text(json.dumps(model))
+    for args, seeds in (((), 7), (("--seeds", "3"), 3)):
+        done = conformance("twopc", "--spec-dir", folder, "--show", "0", *args,
+                           "--json", tmp_path / "report.json")
+        assert done.returncode in (exitcodes.OK, exitcodes.DRIFT), done.stderr
+        (result,) = json.loads((tmp_path / "report.json").read_text())
+        assert (result["seeds_run"], result["explored_states"]) == (seeds, 0), args

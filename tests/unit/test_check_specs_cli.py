@@ -62,3 +62,34 @@ def test_a_bad_time_is_refused(tmp_path: Path) -> None:
     done = tlasim("check-specs", "--time", "0", cwd=tmp_path)
     assert done.returncode == exitcodes.USAGE
     assert "--time" in done.stderr
+
+
+def test_record_leaves_a_violation_check_without_a_count_as_it_is(tmp_path: Path) -> None:
+    """Where TLC stops on a violation depends on its search order: --record
+    sizes the models expected to pass, and updates a violation check's count
+    only where its author pinned one."""
+    from tlasim.tracing.tla.speccheck import ManifestCheck, SpecCheckResult, record_counts
+
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(
+        '{"schema": 1, "checks": [\n'
+        '  {"name": "ok-one", "module": "M.tla", "config": "M.cfg", "expect": "ok"},\n'
+        '  {"name": "bug-free", "module": "B.tla", "config": "B.cfg", "expect": "invariant",'
+        ' "violated": "Safe"},\n'
+        '  {"name": "bug-pinned", "module": "B.tla", "config": "P.cfg", "expect": "invariant",'
+        ' "violated": "Safe", "distinct_states": 3}\n]}\n')
+
+    def result(name: str, expect: str, pinned: int | None, measured: int) -> SpecCheckResult:
+        violated = None if expect == "ok" else "Safe"
+        check = ManifestCheck(name, tmp_path / "M.tla", tmp_path / "M.cfg", expect,  # type: ignore[arg-type]
+                              violated, pinned, False)
+        return SpecCheckResult(check, expect, violated, measured, 1.0, (), "")  # type: ignore[arg-type]
+
+    written = record_counts(manifest, [result("ok-one", "ok", None, 40),
+                                       result("bug-free", "invariant", None, 7),
+                                       result("bug-pinned", "invariant", 3, 9)])
+    assert written == ["ok-one", "bug-pinned"]
+    checks = {c["name"]: c for c in json.loads(manifest.read_text())["checks"]}
+    assert checks["ok-one"]["distinct_states"] == 40
+    assert "distinct_states" not in checks["bug-free"]
+    assert checks["bug-pinned"]["distinct_states"] == 9

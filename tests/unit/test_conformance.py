@@ -99,6 +99,12 @@ def test_a_model_is_read_with_its_defaults(tmp_path: Path) -> None:
     assert model.explained == (Explained(("A",), "", "because"),)
 
 
+def test_a_model_may_set_its_own_default_effort(tmp_path: Path) -> None:
+    assert read_model(write_model(tmp_path)).budget == {}
+    model = read_model(write_model(tmp_path, budget={"seeds": 9000, "explore_workloads": 4}))
+    assert model.budget == {"seeds": 9000, "explore_workloads": 4}
+
+
 def test_one_explanation_may_name_several_actions(tmp_path: Path) -> None:
     model = read_model(write_model(tmp_path, explained=[
         {"action": ["A", "B"], "contains": "x=1", "why": "one reason for both"}]))
@@ -116,6 +122,11 @@ def test_one_explanation_may_name_several_actions(tmp_path: Path) -> None:
     ({"explained": [{"action": ["A", 3], "why": "w"}]}, "action must be"),
     ({"explained": [{"action": "A", "why": "w", "contains": 3}]}, "contains must be"),
     ({"model": {"module": "M", "constraints": "Bound"}}, "list of operator names"),
+    ({"budget": {"runs": 5}}, "budget has unknown keys"),
+    ({"budget": {"seeds": -1}}, "budget.seeds must be an integer of at least 0"),
+    ({"budget": {"explore_workloads": 0}}, "explore_workloads must be an integer of at least 1"),
+    ({"budget": {"seeds": True}}, "budget.seeds must be an integer"),
+    ({"budget": [1]}, "budget must be an object"),
 ])
 def test_a_bad_model_is_refused_with_its_fault(tmp_path: Path, changes: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):

@@ -368,8 +368,11 @@ def record_counts(manifest: Path | None, results: Sequence[SpecCheckResult]) -> 
 
     Only a check that TLC finished with the outcome the manifest expects is
     recorded: a count is worth keeping only for the model the manifest
-    describes. The file is edited in place, entry by entry, so its layout,
-    order and every other key stay as the user wrote them.
+    describes. A check expected to find a violation gets a count only if its
+    entry already holds one: where TLC stops depends on its search order, so
+    pinning it is the author's choice, not a side effect of sizing the rest.
+    The file is edited in place, entry by entry, so its layout, order and
+    every other key stay as the user wrote them.
     """
     path = Path(manifest) if manifest is not None else _default_manifest()
     text = path.read_text(encoding="utf-8")
@@ -378,7 +381,8 @@ def record_counts(manifest: Path | None, results: Sequence[SpecCheckResult]) -> 
         check = result.check
         if (result.unfinished is not None or result.distinct_states is None
                 or result.outcome != check.expect
-                or (check.violated is not None and result.violated != check.violated)):
+                or (check.violated is not None and result.violated != check.violated)
+                or (check.expect != "ok" and check.distinct_states is None)):
             continue
         text, changed = _set_count(text, check.name, result.distinct_states)
         if changed:
