@@ -174,9 +174,9 @@ def first_coordinator_step_after_both_installed(trace: Trace) -> int | None:
         if due and step.node == COORD_ID:
             return step.line
         # Every split has two children, so two answers complete its phase.
-        due = due or step.action == "CoordInstalled" and any(
+        due = due or (step.action == "CoordInstalled" and any(
             phase == FREEZING and len(step.vars["coordAcks"][p]) == 2
-            for p, phase in step.vars["splitPhase"].items())
+            for p, phase in step.vars["splitPhase"].items()))
     return None
 
 
