@@ -330,10 +330,13 @@ SrcRecover ==
 
 RcvReceives(m, t) == rcvUp /\ InFlight(m) /\ m.type = t
 
-(* What the receiver holds durably, sent to the source.  Also sent once it *)
-(* is ready: a source that crashed has forgotten the transfer.            *)
+(* What the receiver holds durably, sent to the source: until it is       *)
+(* ready, and after that only while reads are parked (a source that       *)
+(* crashed has forgotten the transfer, and a parked read waits on the log  *)
+(* it ships).  A ready receiver with no read waiting has nothing to ask.   *)
 RcvJoin ==
     /\ rcvUp
+    /\ rcvState # "ready" \/ rcvReads # {}
     /\ rcvState' = IF rcvState = "empty" THEN "receiving" ELSE rcvState
     /\ Send({JoinMsg(rcvSnap, rcvChunks, rcvPos)})
     /\ UNCHANGED <<srcVars, rcvSnap, rcvChunks, rcvKv, rcvPos, rcvReads, rcvUp,

@@ -22,11 +22,12 @@ from typing import Any
 
 import pytest
 
-from tlasim.protocols.base import Core, Effect, Input, Persist
+from tlasim.protocols.base import Core, Effect, Input, Persist, Timeout
 from tlasim.protocols.snapshot.config import RECEIVER_ID, SOURCE_ID, SnapshotConfig
 from tlasim.protocols.snapshot.definition import SnapshotTransfer
-from tlasim.protocols.snapshot.receiver import RECEIVING, Receiver
+from tlasim.protocols.snapshot.receiver import _JOIN_TIMER, READY, RECEIVING, Receiver
 from tlasim.protocols.snapshot.source import Source
+from tlasim.protocols.steps import StepList
 from tlasim.sim.run.runner import run_seed
 from tlasim.tracing.codec import Trace, TraceStep, read_trace
 from tlasim.tracing.validation.validator import validate_traces
@@ -86,6 +87,19 @@ class SourceSendsChunksOutOfOrder(Source):
             return super()._chunks()
         finally:
             self.acked -= skipped  # ... and the transfer state stays what it was
+
+
+class ReceiverJoinsWhenReady(Receiver):
+    """Keeps re-joining on its timer once ready, with no read parked."""
+
+    def handle(self, now: int, event: Input) -> list[Effect]:
+        effects = super().handle(now, event)
+        if (isinstance(event, Timeout) and event.name == _JOIN_TIMER
+                and self.state == READY and not self.reads):
+            out = StepList(self.view)
+            self._join(out)
+            effects = out.effects + effects  # the timer it re-armed stays
+        return effects
 
 
 class WithCore(SnapshotTransfer):
@@ -188,5 +202,28 @@ def test_snapshot_core_that_breaks_a_rule_is_rejected_where_it_breaks_it(
     rejected, accepted = validate_traces([trace, correct])
     assert not rejected.accepted, f"seed {seed}: TLC accepted a trace that breaks the rule"
     assert rejected.divergence is not None
+    assert rejected.divergence.line == line, (seed, rejected.divergence)
+    assert accepted.accepted, (seed, accepted.divergence)
+
+
+def test_a_ready_receiver_that_joins_with_no_read_waiting_is_rejected_at_that_join(
+        tmp_path: Path) -> None:
+    """Tightened by issue 30: the receiver re-joins until it is ready and then
+    only while reads are parked. The scenario (a join timer firing while ready
+    and idle) leaves no line in a correct trace, so the correct run of the same
+    seed is only required to reach ready and be accepted."""
+    broken = WithCore(RECEIVER_ID, ReceiverJoinsWhenReady)
+    for seed in SEEDS:
+        trace = _trace(broken, seed, tmp_path / f"broken-{seed}.ndjson")
+        line = _first(trace, lambda b, a: a.action == "RcvJoin"
+                      and b.vars["rcvState"] == READY and not b.vars["rcvReads"])
+        if line is not None:
+            break
+    else:
+        pytest.fail(f"no seed in {SEEDS} lets a ready receiver's join timer fire")
+    correct = _trace(SnapshotTransfer(), seed, tmp_path / f"correct-{seed}.ndjson")
+    assert any(step.vars["rcvState"] == READY for step in correct.steps)
+    rejected, accepted = validate_traces([trace, correct])
+    assert not rejected.accepted and rejected.divergence is not None
     assert rejected.divergence.line == line, (seed, rejected.divergence)
     assert accepted.accepted, (seed, accepted.divergence)
