@@ -165,16 +165,17 @@ class Source:
         source keeps taking writes while the transfer streams.
         """
         missing = [chunk for chunk in self.config.chunks if chunk not in self.acked]
-        if not missing:
-            return []
-        chunk = missing[0]
+        return [self._chunk_send(missing[0])] if missing else []
+
+    def _chunk_send(self, chunk: str) -> Effect:
+        """The Chunk message carrying `chunk`'s keys as of the snapshot."""
         if self.config.bug == bugs.FUZZY_SNAPSHOT:
             data = self.kv_at(len(self.log))  # the bug: now, not at the snapshot position
         else:
             data = self.kv_at(self.snap)
         keys = self.config.chunk_keys[chunk]
         payload = FrozenRecord({k: data[k] for k in keys})
-        return [Send(RECEIVER_ID, message("Chunk", snap=self.snap, chunk=chunk, data=payload))]
+        return Send(RECEIVER_ID, message("Chunk", snap=self.snap, chunk=chunk, data=payload))
 
     def _ship_from(self) -> int | None:
         if self.snap == NO_POSITION or self.acked != set(self.config.chunks):

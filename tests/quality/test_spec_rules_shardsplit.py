@@ -76,13 +76,11 @@ class CoordinatorSwitchesLate(Coordinator):
     def __init__(self, config: ShardSplitConfig) -> None:
         super().__init__(config)
         self._late: tuple[str, str, str, list[Effect]] | None = None
-        self._deferred = False
 
     def _move(self, out: StepList, parent: str, phase: str, action: str,
               sends: list[Effect], params: Mapping[str, Any] | None = None) -> None:
-        if action == "CoordSwitch" and not self._deferred:
-            self._deferred = True  # once per run: the first switch
-            self._late = (parent, phase, action, sends)
+        if action == "CoordSwitch":
+            self._late = (parent, phase, action, sends)  # handle() makes it later
             return
         super()._move(out, parent, phase, action, sends, params)
 
