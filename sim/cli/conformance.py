@@ -38,8 +38,12 @@ from tlasim.tracing.printable import printable
               help="Also stop exploring after this many seconds in all (the result then "
                    "depends on the machine's speed).")
 @click.option("--explore-workloads", type=bounded_int(min=1, max=1000), default=None,
-              help="Explore the workloads of this many seeds.  [default: the model's "
-                   f"budget, else {defaults.EXPLORE_WORKLOADS}]")
+              help="Explore, and chase in, the workloads of this many seeds.  [default: the "
+                   f"model's budget, else {defaults.EXPLORE_WORKLOADS}]")
+@click.option("--chase-states", type=bounded_int(min=0, max=10_000_000), default=None,
+              help="Code states the chase toward still-unreached spec profiles may expand "
+                   "in each workload (0: no chase).  [default: the model's budget, else "
+                   f"{defaults.CHASE_STATES}]")
 @click.option("--crashes", type=bounded_int(min=0, max=8), default=defaults.CRASHES,
               show_default=True,
               help="Crashes per explored schedule.")
@@ -67,7 +71,7 @@ from tlasim.tracing.printable import printable
 @guarded
 def conformance_command(
     protocols: tuple[str, ...], seeds: int | None, explore_states: int | None,
-    explore_time: float | None, explore_workloads: int | None,
+    explore_time: float | None, explore_workloads: int | None, chase_states: int | None,
     crashes: int, losses: int,
     dups: int, idle_crashes: bool, show_count: int, list_explained: bool, json_out: Path | None,
     tlc_timeout: float, spec_dirs: tuple[Path, ...],
@@ -100,6 +104,7 @@ def conformance_command(
         result = conformance(
             definition, seeds=seeds, explore_states=explore_states, explore_faults=faults,
             explore_workloads=explore_workloads, explore_seconds=explore_time,
+            chase_states=chase_states,
             spec_dirs=list(spec_dirs) or None, tlc_timeout_s=tlc_timeout,
             progress=_progress_of(name),
         )
@@ -129,6 +134,12 @@ def _print(result: Any, show_count: int, list_explained: bool) -> None:
         f"{len(result.spec.profiles())} profiles in {result.spec_seconds:.0f} s; the code "
         f"{len(result.impl.profiles())} profiles from {explored}{runs.seeds_run} seeds "
         f"in {result.impl_seconds:.0f} s", markup=False)
+    if runs.chased_states:
+        out.print(f"  the chase toward unreached spec profiles expanded {runs.chased_states} "
+                  f"states and reached {runs.chased_profiles} of them", markup=False)
+    if runs.chase_failures:
+        out.print(f"  {runs.chase_failures} chased moves of the correct protocol FAILED an "
+                  "oracle: run explore to see them", markup=False)
     if result.unowned:
         out.print(f"  owned by no node, so in no profile: {', '.join(result.unowned)}",
                   markup=False)
@@ -178,6 +189,9 @@ def _as_json(result: Any) -> dict[str, Any]:
         "explore_exhausted": result.runs.explore_exhausted,
         "seeds_run": result.runs.seeds_run,
         "seeds_skipped": result.runs.seeds_skipped,
+        "chased_states": result.runs.chased_states,
+        "chased_profiles": result.runs.chased_profiles,
+        "chase_failures": result.runs.chase_failures,
         "beyond_model": result.beyond_model,
         "passed": result.passed,
         "actions": [

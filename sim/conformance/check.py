@@ -22,6 +22,7 @@ from typing import Any
 from tlasim.protocols.definition import ProtocolDefinition
 from tlasim.protocols.errors import ConfigError
 from tlasim.sim.conformance import defaults
+from tlasim.sim.conformance.chase import Goal, Targets, chase
 from tlasim.sim.conformance.impl_side import ImplRuns, impl_profiles
 from tlasim.sim.conformance.model import ConformanceModel, Explained, model_path, read_model
 from tlasim.sim.conformance.profiles import NET_ROLE, Profile, Profiler, message_kind
@@ -187,6 +188,35 @@ def _symmetry(protocol: ProtocolDefinition, config: object, constants: Mapping[s
     return groups
 
 
+def _chase(protocol: ProtocolDefinition, options: Any, constants: Mapping[str, Any],
+           spec: SideProfiles, impl: SideProfiles, actions: Sequence[ActionLooseness],
+           profiler: Profiler, *, workloads: range, max_states: int) -> tuple[int, int, int]:
+    """Chase the unexplained profiles in each workload (sim/conformance/chase.py);
+    the code's steps go into `impl`. Return the states expanded, the
+    profiles reached and the moves on which the correct code failed."""
+    assert spec.graph is not None
+    groups = label_groups(spec, impl)
+    unexplained = [p for a in actions for p in a.unexplained]
+    edges_of: dict[Profile, list[int]] = {p: [] for p in unexplained}
+    for index, (_source, _target, profiles) in enumerate(spec.graph.edges):
+        for profile in profiles:
+            if profile in edges_of:
+                edges_of[profile].append(index)
+    goals = [Goal(frozenset((name, *_key(p)) for name in groups[p.action]),
+                  tuple(edges_of[p])) for p in unexplained]
+    targets = Targets(spec.graph, goals)
+    bounds = FaultBounds(crashes=defaults.CHASE_CRASHES, losses=defaults.CHASE_LOSSES,
+                         duplicates=defaults.CHASE_DUPLICATES, idle_crashes=True)
+    expanded = 0
+    for seed in workloads:
+        config = protocol.configure(options, None, split(seed).workload)
+        if dict(protocol.spec_constants(config)) != dict(constants) or not targets.open:
+            continue
+        expanded += chase(protocol, config, spec.graph, targets, profiler, impl,
+                          bounds=bounds, max_states=max_states)
+    return expanded, len(targets.reached), targets.failures
+
+
 def has_model(protocol: ProtocolDefinition, spec_dirs: Sequence[Path] | None = None) -> bool:
     module_path, _template = find_spec(protocol.spec_module, spec_dirs)
     return model_path(module_path, protocol.spec_module).is_file()
@@ -200,6 +230,7 @@ def conformance(
     explore_states: int | None = None,
     explore_workloads: int | None = None,
     explore_seconds: float | None = None,
+    chase_states: int | None = None,
     spec_dirs: Sequence[Path] | None = None,
     tlc_timeout_s: float | None = None,
     progress: Callable[[str], None] | None = None,
@@ -239,8 +270,18 @@ def conformance(
                                explore_states=explore_states, explore_seconds=explore_seconds,
                                explore_faults=explore_faults,
                                explore_workloads=explore_workloads, progress=progress)
-    impl_seconds = time.monotonic() - started
     actions, beyond, unused = compare(spec, impl, model.explained)
+    if chase_states is None:
+        chase_states = model.budget.get("chase_states", defaults.CHASE_STATES)
+    if chase_states and any(a.unexplained for a in actions):
+        runs.chased_states, runs.chased_profiles, runs.chase_failures = _chase(
+            protocol, options, constants, spec, impl, actions, profiler,
+            workloads=range(explore_workloads), max_states=chase_states)
+        if progress is not None:
+            progress(f"chase: {runs.chased_profiles} unreached profiles reached in "
+                     f"{runs.chased_states} states")
+        actions, beyond, unused = compare(spec, impl, model.explained)
+    impl_seconds = time.monotonic() - started
     unowned = tuple(v for v in protocol.variable_types
                     if v not in model.ownership.owners and v != model.ownership.network)
     return ConformanceResult(protocol.name, model, spec, impl, runs, actions, beyond, unused,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tlasim.protocols.definition import ProtocolDefinition, StepInfo
-from tlasim.sim.conformance.profiles import Profiler
+from tlasim.sim.conformance.profiles import Profile, Profiler
 from tlasim.sim.conformance.spec_side import SideProfiles
 from tlasim.sim.explore.search import SearchBounds, explore
 from tlasim.sim.explore.system import FaultBounds
@@ -36,6 +36,9 @@ class ImplRuns:
     seeds_run: int = 0
     seeds_skipped: int = 0  # another workload's constants
     seeds_failed: int = 0  # a correct protocol that failed: worth a look of its own
+    chased_states: int = 0  # code states the chase toward unreached profiles expanded
+    chased_profiles: int = 0  # unreached profiles the chase reached
+    chase_failures: int = 0  # chased moves on which the correct code failed
 
 
 class _ProfilingEmitter(TraceEmitter):
@@ -60,14 +63,16 @@ class _ProfilingEmitter(TraceEmitter):
 
 
 def take_step(profiler: Profiler, side: SideProfiles, before: Mapping[str, Any] | None,
-              action: str, after: Mapping[str, Any]) -> None:
+              action: str, after: Mapping[str, Any]) -> list[Profile]:
+    """Add a step (or, without `before`, the initial state) to `side`; return its profiles."""
     after_locals = profiler.locals_of(after)
     side.add_state(profiler, after_locals)
     side.steps += 1
     if not before:
-        return  # the Init line: a state, not a step
-    for profile in profiler.profiles(action, before, after, None, after_locals):
-        side.by_action[action].add(profile)
+        return []  # the Init line: a state, not a step
+    profiles = list(profiler.profiles(action, before, after, None, after_locals))
+    side.by_action[action].update(profiles)
+    return profiles
 
 
 def impl_profiles(

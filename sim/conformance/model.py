@@ -43,11 +43,12 @@ the spec with the code at small constants:
   `action` is one action's name or a list of them, for one reason that
   holds for the same state under several actions.
 - `budget` (optional) sets this protocol's default effort, any of `seeds`,
-  `explore_states` and `explore_workloads`, where the global defaults
+  `explore_states`, `explore_workloads` and `chase_states`, where the global defaults
   (`defaults.py`) leave spec behaviour unreached that more runs do reach:
   a protocol whose runs are long needs more seeds to see each rare timing,
   and one whose workload varies (which key an operation uses) more
-  workloads explored. The command line's options override it.
+  workloads explored, and one whose deep steps follow several faults a
+  longer chase. The command line's options override it.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ class ConformanceModel:
 
 
 # What a model's budget may set, with the least value each takes.
-BUDGET_KEYS = {"seeds": 0, "explore_states": 0, "explore_workloads": 1}
+BUDGET_KEYS = {"seeds": 0, "explore_states": 0, "explore_workloads": 1, "chase_states": 0}
 
 
 def _budget(root: Mapping[str, Any], where: str) -> dict[str, int]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from tlasim.protocols.errors import SpecError, TLCError
 from tlasim.sim.conformance.model import ConformanceModel
-from tlasim.sim.conformance.profiles import Norm, Profile, Profiler
+from tlasim.sim.conformance.profiles import Norm, Profile, Profiler, normalise
 from tlasim.tracing.tla.literal import is_identifier, to_tla
 from tlasim.tracing.tla.next_split import SplitNext, action_of_label, split_next
 from tlasim.tracing.tla.parse import parse_state
@@ -37,6 +37,32 @@ _ESCAPE = re.compile(r"\\(.)")
 _UNESCAPED = {"n": "\n", '"': '"', "\\": "\\"}
 
 
+def state_key(state: Mapping[str, Any]) -> tuple[tuple[str, Norm], ...]:
+    """A whole state, as the spec's parsed states and the code's variables
+    both give it: equal exactly when they are the same TLA+ state."""
+    return tuple(sorted((name, normalise(value)) for name, value in state.items()))
+
+
+@dataclass(slots=True)
+class SpecGraph:
+    """TLC's state graph: its states by key, and its edges with their profiles."""
+
+    index: dict[tuple[tuple[str, Norm], ...], int] = field(default_factory=dict)
+    edges: list[tuple[int, int, tuple[Profile, ...]]] = field(default_factory=list)
+    _predecessors: list[list[int]] | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.index)
+
+    def predecessors(self) -> list[list[int]]:
+        if self._predecessors is None:
+            self._predecessors = [[] for _ in range(self.size)]
+            for source, target, _profiles in self.edges:
+                self._predecessors[target].append(source)
+        return self._predecessors
+
+
 @dataclass(slots=True)
 class SideProfiles:
     """What one side reached: profiles by action, and each role's local states."""
@@ -45,6 +71,7 @@ class SideProfiles:
     local_states: dict[str, set[Norm]] = field(default_factory=lambda: defaultdict(set))
     states: int = 0
     steps: int = 0
+    graph: SpecGraph | None = None  # the spec's side only: what the chase steers by
 
     def add_state(self, profiler: Profiler, locals_: Mapping[str, Norm]) -> None:
         for node, local in locals_.items():
@@ -123,7 +150,9 @@ def spec_profiles(
 
 def _read_dot(dot: Path, profiler: Profiler) -> SideProfiles:
     side = SideProfiles()
+    graph = side.graph = SpecGraph()
     states: dict[str, dict[str, Any]] = {}
+    number: dict[str, int] = {}  # TLC's state id -> the graph's index
     locals_of: dict[str, dict[str, Norm]] = {}
     edges: list[tuple[str, str, str]] = []
     # States share most of their variables' values, so each `/\ x = v`
@@ -152,6 +181,7 @@ def _read_dot(dot: Path, profiler: Profiler) -> SideProfiles:
                 texts[parsed[0]] = part
                 values[parsed[0]] = parsed[1]
             states[state.group(1)] = values
+            number[state.group(1)] = graph.index.setdefault(state_key(values), len(graph.index))
             local = {}
             for node in profiler.nodes:
                 key = (node, tuple(texts.get(var, "") for var in owned))
@@ -168,7 +198,8 @@ def _read_dot(dot: Path, profiler: Profiler) -> SideProfiles:
         if source not in states or target not in states:
             raise TLCError(f"TLC's state graph names a state it does not define: {source}")
         side.steps += 1
-        for profile in profiler.profiles(action, states[source], states[target],
-                                         locals_of[source], locals_of[target]):
-            side.by_action[action].add(profile)
+        profiles = tuple(profiler.profiles(action, states[source], states[target],
+                                           locals_of[source], locals_of[target]))
+        side.by_action[action].update(profiles)
+        graph.edges.append((number[source], number[target], profiles))
     return side

@@ -101,8 +101,8 @@ def test_a_model_is_read_with_its_defaults(tmp_path: Path) -> None:
 
 def test_a_model_may_set_its_own_default_effort(tmp_path: Path) -> None:
     assert read_model(write_model(tmp_path)).budget == {}
-    model = read_model(write_model(tmp_path, budget={"seeds": 9000, "explore_workloads": 4}))
-    assert model.budget == {"seeds": 9000, "explore_workloads": 4}
+    budget = {"seeds": 9000, "explore_workloads": 4, "chase_states": 0}
+    assert read_model(write_model(tmp_path, budget=budget)).budget == budget
 
 
 def test_one_explanation_may_name_several_actions(tmp_path: Path) -> None:
@@ -126,6 +126,7 @@ def test_one_explanation_may_name_several_actions(tmp_path: Path) -> None:
     ({"budget": {"seeds": -1}}, "budget.seeds must be an integer of at least 0"),
     ({"budget": {"explore_workloads": 0}}, "explore_workloads must be an integer of at least 1"),
     ({"budget": {"seeds": True}}, "budget.seeds must be an integer"),
+    ({"budget": {"chase_states": -5}}, "chase_states must be an integer of at least 0"),
     ({"budget": [1]}, "budget must be an object"),
 ])
 def test_a_bad_model_is_refused_with_its_fault(tmp_path: Path, changes: dict, message: str) -> None:
