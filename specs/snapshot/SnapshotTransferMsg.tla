@@ -328,7 +328,15 @@ SrcRecover ==
 (* only in the step that persists it (or later, again).                    *)
 (***************************************************************************)
 
-RcvReceives(m, t) == rcvUp /\ InFlight(m) /\ m.type = t
+(* A parked read the receiver can serve now: it has its index, and the    *)
+(* replay has reached it.  The code serves every such read in the handler *)
+(* of the step that made it servable (the ReadIndex, or the Records that  *)
+(* moved rcvPos), so no other step of the receiver comes between; only a  *)
+(* crash can, and it drops the read.                                       *)
+ServePending ==
+    \E r \in rcvReads : r.idx # -1 /\ rcvPos >= r.idx
+
+RcvReceives(m, t) == rcvUp /\ ~ServePending /\ InFlight(m) /\ m.type = t
 
 (* What the receiver holds durably, sent to the source: until it is       *)
 (* ready, and after that only while reads are parked (a source that       *)
@@ -336,6 +344,7 @@ RcvReceives(m, t) == rcvUp /\ InFlight(m) /\ m.type = t
 (* it ships).  A ready receiver with no read waiting has nothing to ask.   *)
 RcvJoin ==
     /\ rcvUp
+    /\ ~ServePending
     /\ rcvState # "ready" \/ rcvReads # {}
     /\ rcvState' = IF rcvState = "empty" THEN "receiving" ELSE rcvState
     /\ Send({JoinMsg(rcvSnap, rcvChunks, rcvPos)})

@@ -95,6 +95,28 @@ class ReceiverJoinsWhenReady(Receiver):
         return effects
 
 
+class ReceiverServesLate(Receiver):
+    """Serves a read whose index the replay has reached only at its next
+    event (a chunk, a Get, its join timer), not in the handler of the
+    ReadIndex or Records that made it servable."""
+
+    def __init__(self, config: SnapshotConfig) -> None:
+        super().__init__(config)
+        self._due = False
+
+    def _serve(self, out: StepList) -> None:
+        self._due = True  # handle() serves after the next event
+
+    def handle(self, now: int, event: Input) -> list[Effect]:
+        due, self._due = self._due, False
+        effects = super().handle(now, event)
+        if due:
+            out = StepList(self.view)
+            super()._serve(out)
+            effects += out.effects
+        return effects
+
+
 class WithCore(SnapshotTransfer):
     """Snapshot transfer with one node's core replaced; the rest are the correct ones."""
 
@@ -160,6 +182,18 @@ def first_chunk_sent(trace: Trace) -> int | None:
     return _first(trace, sends_with_choice)
 
 
+def first_receiver_step_while_a_read_is_servable(trace: Trace) -> int | None:
+    """The receiver's first step, other than a crash, taken while a parked
+    read has its index and the replay has reached it: from the correct core,
+    the RcvServe in the same handler."""
+    def servable(before: TraceStep, after: TraceStep) -> bool:
+        reads, pos = before.vars["rcvReads"], before.vars["rcvPos"]
+        return (after.node == RECEIVER_ID and after.action != "RcvCrash"
+                and any(r["idx"] != -1 and pos >= r["idx"] for r in reads))
+
+    return _first(trace, servable)
+
+
 def _trace(protocol: SnapshotTransfer, seed: int, path: Path) -> Trace:
     run_seed(protocol, seed, trace_path=path)
     return read_trace(path)
@@ -172,9 +206,10 @@ def _trace(protocol: SnapshotTransfer, seed: int, path: Path) -> Trace:
         (RECEIVER_ID, ReceiverAcksUnsyncedChunks, first_chunk_acked_while_receiving),
         (RECEIVER_ID, ReceiverKeepsReplayInMemory, first_records_applied),
         (SOURCE_ID, SourceSendsChunksOutOfOrder, first_chunk_sent),
+        (RECEIVER_ID, ReceiverServesLate, first_receiver_step_while_a_read_is_servable),
     ],
     ids=["write-acked-before-sync", "chunk-acked-before-sync", "replay-not-persisted",
-         "chunks-out-of-order"],
+         "chunks-out-of-order", "serve-leaves-the-handler"],
 )
 def test_snapshot_core_that_breaks_a_rule_is_rejected_where_it_breaks_it(
     node_id: str,
