@@ -12,12 +12,12 @@ import tempfile
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from tlasim.protocols import get_protocol, origin, protocol_names
 from tlasim.protocols.errors import ConfigError
 from tlasim.sim import exitcodes
 from tlasim.sim.cli.campaign import campaign, search, shrink
+from tlasim.sim.cli.check_specs import check_specs_command
 from tlasim.sim.cli.conformance import conformance_command
 from tlasim.sim.cli.corpus import corpus
 from tlasim.sim.cli.drift import drift
@@ -288,69 +288,8 @@ def protocols_command() -> None:
         out.print(f"{name}  {origin(name)}; specs: {folders}", markup=False)
 
 
-@main.command("check-specs", epilog=exit_code_help())
-@click.option("--name", "names", multiple=True, help="Only the manifest checks with these names.")
-@click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), default=None)
-@click.option(
-    "--jobs",
-    type=bounded_int(min=1),
-    default=2,
-    show_default=True,
-    help="TLC processes at once (each with one worker).",
-)
-@click.option("--time", "time_limit", type=click.FloatRange(min=0, min_open=True),
-              default=None, metavar="SECONDS",
-              help="Stop each TLC run after this many seconds: a model that does not "
-                   "finish is reported with the last figures TLC printed.")
-@click.option("--record", is_flag=True,
-              help="Write the distinct-state counts TLC measured into the manifest, for "
-                   "each check that finished with the result the manifest expects.")
-@guarded
-def check_specs(names: tuple[str, ...], manifest: Path | None, jobs: int,
-                time_limit: float | None, record: bool) -> None:
-    """Run TLC on every config in specs/manifest.json (or --manifest) and compare
-    with the expected result and state count."""
-    from tlasim.tracing.tla.speccheck import check_specs as run_checks
-
-    table = Table(title="TLC spec checks")
-    for column in ("check", "expected", "actual", "distinct states", "seconds", "verdict"):
-        table.add_column(column)
-    from tlasim.sim.cli.spec_progress import SpecProgress
-    from tlasim.tracing.tla.speccheck import read_manifest
-
-    selected = [c for c in read_manifest(manifest) if not names or c.name in names]
-    with SpecProgress(len(selected)) as progress:
-        results = run_checks(manifest, names=list(names) or None, jobs=jobs,
-                             timeout_s=time_limit, on_event=progress.event)
-    for r in results:
-        table.add_row(
-            r.name,
-            r.expected,
-            r.actual,
-            str(r.distinct_states if r.distinct_states is not None else "-"),
-            f"{r.seconds:.1f}",
-            "pass" if r.passed else "FAIL",
-        )
-    out.print(table)
-    if record:
-        from tlasim.tracing.tla.speccheck import record_counts
-
-        written = record_counts(manifest, results)
-        where = printable(manifest) if manifest is not None else "the shipped manifest"
-        out.print(f"recorded in {where}: {', '.join(written) or 'no count changed'}",
-                  markup=False)
-        skipped = [r.name for r in results if r.name not in written and r.actual != r.expected
-                   and (r.unfinished is not None or r.outcome != r.check.expect)]
-        if skipped:
-            out.print(f"not recorded (did not finish, or another result): {', '.join(skipped)}",
-                      markup=False)
-        results = [r for r in results if r.name not in written]
-    if not all(r.passed for r in results):
-        sys.exit(exitcodes.SPEC_MISMATCH)
-
-
 for command in (
     campaign, repro, failures, search, shrink, validate, export, corpus, drift, explore_command,
-    show, report, live_command, conformance_command, new_command,
+    show, report, live_command, conformance_command, new_command, check_specs_command,
 ):
     main.add_command(command)

@@ -6,6 +6,7 @@ hiding the other checks' results."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -93,3 +94,47 @@ def test_record_leaves_a_violation_check_without_a_count_as_it_is(tmp_path: Path
     assert checks["ok-one"]["distinct_states"] == 40
     assert "distinct_states" not in checks["bug-free"]
     assert checks["bug-pinned"]["distinct_states"] == 9
+
+
+def test_a_protocol_named_runs_the_checks_of_its_own_manifest(tmp_path: Path) -> None:
+    _project(tmp_path)
+    env = {**os.environ, "TLASIM_PROTOCOLS": str(tmp_path / "sizing")}
+    done = subprocess.run([sys.executable, "-m", "tlasim.sim", "check-specs", "sizing"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, check=False,
+                          timeout=600)
+    assert done.returncode == exitcodes.OK, done.stdout + done.stderr
+    assert "sizing-abstract" in done.stdout and "sizing-safety" in done.stdout
+    assert "twopc" not in done.stdout
+
+
+def test_a_shipped_protocol_named_runs_only_its_checks_of_the_shipped_manifest(
+        tmp_path: Path) -> None:
+    done = tlasim("check-specs", "twopc", "--name", "twopc-abstract", cwd=tmp_path)
+    assert done.returncode == exitcodes.OK, done.stdout + done.stderr
+    assert "twopc-abstract" in done.stdout and "twopc-safety" not in done.stdout
+    # A name of another protocol's check is not one of twopc's.
+    done = tlasim("check-specs", "twopc", "--name", "snapshot-safety", cwd=tmp_path)
+    assert done.returncode == exitcodes.USAGE, done.stdout + done.stderr
+    assert "no check named snapshot-safety" in done.stderr and "twopc-safety" in done.stderr
+
+
+def test_protocols_and_a_manifest_at_once_or_an_unknown_protocol_are_refused(
+        tmp_path: Path) -> None:
+    done = tlasim("check-specs", "twopc", "--manifest", str(ROOT / "specs" / "manifest.json"),
+                  cwd=tmp_path)
+    assert done.returncode == exitcodes.USAGE and "not both" in done.stderr
+    done = tlasim("check-specs", "no-such-protocol", cwd=tmp_path)
+    assert done.returncode == exitcodes.USAGE and "unknown protocol" in done.stderr
+
+
+def test_a_protocol_without_a_manifest_is_a_clear_error(tmp_path: Path) -> None:
+    import pytest
+
+    from tlasim.protocols.errors import SpecError
+    from tlasim.tracing.tla.speccheck import protocol_checks
+
+    with pytest.raises(SpecError, match="has no manifest.json in its spec folders"):
+        protocol_checks("mine", [tmp_path])
+    (tmp_path / "manifest.json").write_text('{"schema": 1, "checks": []}')
+    with pytest.raises(SpecError, match="holds no check of protocol mine"):
+        protocol_checks("mine", [tmp_path])

@@ -38,6 +38,7 @@ from tlasim.protocols.trace_template import known_spec_dirs, read_name_set
 from tlasim.tracing.tla.derive_template import derived_template
 from tlasim.tracing.tla.source import ModuleDecls, read_module
 from tlasim.tracing.tla.tlc import Outcome, TLCResult, TLCTimeout, run_tlc
+from tlasim.tracing.tla.tlc_progress import TLCProgress
 
 __all__ = [
     "ManifestCheck",
@@ -46,6 +47,7 @@ __all__ = [
     "check_specs",
     "find_spec",
     "load_trace_spec",
+    "protocol_checks",
     "read_manifest",
 ]
 
@@ -216,6 +218,35 @@ def _default_manifest() -> Path:
     return Path(str(importlib.resources.files("tlasim.specs"))) / "manifest.json"
 
 
+def protocol_checks(protocol: str, spec_dirs: Sequence[Path]) -> tuple[Path, list[str]]:
+    """The manifest that holds a protocol's TLC checks, and their names.
+
+    A protocol's manifest is the `manifest.json` in its spec folders. A
+    user's protocol owns its manifest, so every check in it is the
+    protocol's. The manifest shipped with tlasim holds all of tlasim's
+    protocols, each check named after its protocol (`twopc-safety`), so
+    there the protocol's are those named `PROTOCOL` or `PROTOCOL-...`.
+    Raises SpecError when there is no manifest, or no check of the protocol.
+    """
+    found = [folder / "manifest.json" for folder in spec_dirs
+             if (folder / "manifest.json").is_file()]
+    if not found:
+        folders = ", ".join(str(folder) for folder in spec_dirs)
+        raise SpecError(f"protocol {protocol} has no manifest.json in its spec folders "
+                        f"({folders}): write one (see README, How to add a protocol) "
+                        "or name it with --manifest")
+    manifest = found[0]
+    checks = read_manifest(manifest)
+    if manifest.resolve() == _default_manifest().resolve():
+        names = [c.name for c in checks
+                 if c.name == protocol or c.name.startswith(f"{protocol}-")]
+    else:
+        names = [c.name for c in checks]
+    if not names:
+        raise SpecError(f"{manifest} holds no check of protocol {protocol}")
+    return manifest, names
+
+
 def _field(entry: dict[str, Any], key: str, kind: type, where: str, required: bool = True) -> Any:
     if key not in entry:
         if required:
@@ -299,6 +330,7 @@ def check_specs(
     timeout_s: float | None = None,
     jobs: int = 1,
     on_event: Callable[[str, ManifestCheck, SpecCheckResult | None], None] | None = None,
+    on_progress: Callable[[ManifestCheck, TLCProgress], None] | None = None,
 ) -> list[SpecCheckResult]:
     """Run the manifest's checks (those named, or all; slow ones unless told
     not to) and return one result per check, in manifest order.
@@ -310,7 +342,8 @@ def check_specs(
     Raises SpecError for a missing or corrupt manifest, a missing file, or a
     name the manifest does not hold; ToolNotFound without Java or TLC.
     `on_event("start", check, None)` and `on_event("done", check, result)`
-    are called (from the threads that run TLC) as each check starts and ends.
+    are called (from the threads that run TLC) as each check starts and ends;
+    `on_progress(check, figures)` about once a second while TLC searches.
     """
     checks = read_manifest(manifest)
     if names is not None:
@@ -336,8 +369,10 @@ def check_specs(
 
         def run_one(check: ManifestCheck) -> SpecCheckResult:
             try:
-                result = run_tlc(check.module, check.config, workdir=Path(tmp),
-                                 timeout_s=timeout_s)
+                result = run_tlc(
+                    check.module, check.config, workdir=Path(tmp), timeout_s=timeout_s,
+                    on_progress=None if on_progress is None
+                    else (lambda figures: on_progress(check, figures)))
             except TLCTimeout as stopped:
                 # Too large for the time given: a result to show (with the
                 # last figures TLC printed), not an error that hides the rest.

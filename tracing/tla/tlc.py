@@ -24,13 +24,21 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from tlasim.protocols.errors import TLCError, ToolNotFound
 from tlasim.tracing.tla.parse import parse_state
+from tlasim.tracing.tla.tlc_progress import (
+    PROGRESS_CLASS,
+    PROGRESS_INTERVAL_MS,
+    TLCProgress,
+    parse_progress_line,
+    run_streaming,
+    without_progress_lines,
+)
 
 __all__ = [
     "EC",
@@ -380,6 +388,7 @@ def run_jar_class(
     jvm_args: Sequence[str] = (),
     timeout_s: float | None = None,
     classpath: Sequence[Path] = (),
+    on_stderr_line: Callable[[str], None] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run one class of tla2tools.jar (TLC, SANY's exporter) and capture its output.
 
@@ -388,10 +397,15 @@ def run_jar_class(
     reading each other's half-written files. Raises ToolNotFound when Java
     cannot start; subprocess.TimeoutExpired reaches the caller, which knows
     what it was waiting for. `classpath` holds jars to load beside `jar`.
+    `on_stderr_line`, when given, sees each line of standard error as it
+    comes (the output is still captured whole).
     """
     path = os.pathsep.join(str(p) for p in (jar, *classpath))
     command = [java, f"-Djava.io.tmpdir={java_tmp}", *jvm_args, "-cp", path, main_class, *args]
     try:
+        if on_stderr_line is not None:
+            return run_streaming(command, cwd=cwd, timeout_s=timeout_s,
+                                 on_stderr_line=on_stderr_line)
         return subprocess.run(command, cwd=cwd, capture_output=True, timeout=timeout_s, check=False)
     except OSError as exc:
         raise ToolNotFound(f"cannot start {java}: {exc}") from exc
@@ -440,6 +454,7 @@ def run_tlc(
     timeout_s: float | None = None,
     jvm_args: Sequence[str] = (),
     classpath: Sequence[Path] = (),
+    on_progress: Callable[[TLCProgress], None] | None = None,
 ) -> TLCResult:
     """Run TLC on `module` with `config` (one worker, so counts are deterministic).
 
@@ -449,9 +464,26 @@ def run_tlc(
     Java, `classpath` (jars such as TLASIM_JAR) beside tla2tools.jar. A
     violation or a spec error is a result, not an exception; ToolNotFound
     and TLCError (timeout, no -tool output at all) are raised.
+
+    `on_progress`, when given, is called about once a second (from another
+    thread) with TLC's figures so far (tlc_progress.py says how), and a
+    timeout's TLCTimeout carries the last of them.
     """
     java = find_java()
     jar = find_tla2tools()
+    last_progress: list[TLCProgress] = []
+    main_class, on_stderr_line = "tlc2.TLC", None
+    if on_progress is not None:
+        main_class = PROGRESS_CLASS
+        classpath = [*classpath, TLASIM_JAR] if TLASIM_JAR not in classpath else classpath
+        jvm_args = [*jvm_args, f"-Dtlasim.progress.ms={PROGRESS_INTERVAL_MS}"]
+
+        def on_stderr_line(line: str) -> None:
+            progress = parse_progress_line(line)
+            if progress is not None:
+                last_progress[:] = [progress]
+                on_progress(progress)
+
     # Java skips a class path entry that is not there without a word.
     for extra in classpath:
         if not Path(extra).is_file():
@@ -473,7 +505,7 @@ def run_tlc(
         started = time.monotonic()
         try:
             proc = run_jar_class(
-                java, jar, "tlc2.TLC",
+                java, jar, main_class,
                 ["-tool", "-workers", "1", "-metadir", str(scratch / "meta"), *args,
                  "-config", str(config), module.name],
                 cwd=module.parent,
@@ -481,16 +513,18 @@ def run_tlc(
                 jvm_args=["-XX:+UseParallelGC", *jvm_args],
                 timeout_s=timeout_s,
                 classpath=classpath,
+                on_stderr_line=on_stderr_line,
             )
         except subprocess.TimeoutExpired as exc:
             partial = (exc.stdout or b"").decode("utf-8", errors="replace") \
                 if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-            raise TLCTimeout(module.name, timeout_s or 0.0, last_figures(partial)) from exc
+            figures = last_progress[0].text() if last_progress else last_figures(partial)
+            raise TLCTimeout(module.name, timeout_s or 0.0, figures) from exc
         seconds = time.monotonic() - started
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     stdout = proc.stdout.decode("utf-8", errors="replace")
-    stderr = proc.stderr.decode("utf-8", errors="replace")
+    stderr = without_progress_lines(proc.stderr.decode("utf-8", errors="replace"))
     result = parse_result(proc.returncode, stdout, stderr, seconds)
     if not result.messages:
         # Without a single -tool message TLC never started: the Java or the
