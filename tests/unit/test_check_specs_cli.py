@@ -133,7 +133,7 @@ def test_a_protocol_without_a_manifest_is_a_clear_error(tmp_path: Path) -> None:
     from tlasim.protocols.errors import SpecError
     from tlasim.tracing.tla.speccheck import protocol_checks
 
-    with pytest.raises(SpecError, match="has no manifest.json in its spec folders"):
+    with pytest.raises(SpecError, match=r"has no manifest\.json in its spec folders"):
         protocol_checks("mine", [tmp_path])
     (tmp_path / "manifest.json").write_text('{"schema": 1, "checks": []}')
     with pytest.raises(SpecError, match="holds no check of protocol mine"):
