@@ -45,7 +45,7 @@ def new_command(name: str, folder: Path | None) -> None:
         f"tlasim campaign {names.name} --seeds 1:201 --bug ack-before-sync",
         f"tlasim explore {names.name} --crashes 1 --set value_count=1 --depth 10 "
         "--bug ack-before-sync",
-        f"tlasim check-specs --manifest {names.package}/specs/manifest.json",
+        f"tlasim check-specs {names.name}",
         "python -m pytest",
     ]
     for step in steps:

@@ -43,6 +43,8 @@ def test_record_writes_the_measured_count_and_keeps_the_layout(tmp_path: Path) -
                   "--record", cwd=tmp_path)
     assert done.returncode == exitcodes.OK, done.stdout + done.stderr
     assert "recorded in" in done.stdout and "sizing-abstract" in done.stdout
+    # The row says the count was written, not that it failed.
+    assert "recorded" in done.stdout.split("recorded in")[0] and "FAIL" not in done.stdout
     # Byte for byte the file as it was: only the count changed back.
     assert manifest.read_text() == original
 
