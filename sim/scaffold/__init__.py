@@ -24,10 +24,12 @@ error, and nothing is written.
 
 from __future__ import annotations
 
+import importlib.util
 import keyword
 import os
 import re
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from importlib import resources
@@ -70,8 +72,29 @@ def names_for(name: str) -> ProjectNames:
     if keyword.iskeyword(package) or package in {"tlasim", "sim", "protocols", "tests"}:
         raise ConfigError(f"{name!r} cannot name a protocol: its package {package!r} "
                           "would shadow a Python keyword or a package a project needs")
+    taken = _importable(package)
+    if taken is not None:
+        raise ConfigError(f"{name!r} cannot name a protocol: a module {package!r} is already "
+                          f"importable here ({taken}), so one of the two would shadow the "
+                          "other: choose another name")
     module = "".join(word.capitalize() for word in re.split(r"[-_]", name))
     return ProjectNames(name, package, module)
+
+
+def _importable(package: str) -> str | None:
+    """Where an importable top-level module of this name comes from, or None.
+
+    A namespace package (a bare folder on the path, say an empty one in the
+    current folder) is no module of anyone's, so it does not count."""
+    if package in sys.stdlib_module_names:
+        return "the standard library"
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None or spec.origin == "namespace":
+        return None
+    return spec.origin
 
 
 def _templates() -> Traversable:

@@ -50,6 +50,22 @@ def test_a_name_that_cannot_name_a_protocol_is_refused_and_nothing_is_written(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("taken", ["json", "email", "hypothesis", "click"])
+def test_a_name_an_importable_module_has_is_refused(taken: str, tmp_path: Path) -> None:
+    # The standard library's or an installed package's: the project's package
+    # would shadow it, or be shadowed by it.
+    done = _tlasim("new", taken, "--dir", str(tmp_path / "out"), cwd=tmp_path)
+    assert done.returncode == exitcodes.USAGE, done.stdout + done.stderr
+    assert "already importable" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_empty_folder_of_the_name_is_no_module_and_does_not_stop_it(tmp_path: Path) -> None:
+    (tmp_path / "mything").mkdir()
+    done = _tlasim("new", "mything", "--dir", str(tmp_path / "out"), cwd=tmp_path)
+    assert done.returncode == exitcodes.OK, done.stdout + done.stderr
+
+
 def test_a_shipped_protocols_name_is_refused(tmp_path: Path) -> None:
     done = _tlasim("new", "twopc", cwd=tmp_path)
     assert done.returncode == exitcodes.USAGE
