@@ -7,6 +7,7 @@ sim/cli/repro.py; what all commands share lives in sim/cli/support.py.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import tempfile
 from pathlib import Path
@@ -198,9 +199,15 @@ def _report_end(
     trace: Path | None,
     validate: bool,
     report_path: Path | None,
+    replays_from: Path | None = None,
 ) -> int:
     """Print how a run or a replay ended (and TLC's verdict on `trace`, when
-    asked to validate); write its HTML report when asked; return its exit code."""
+    asked to validate); write its HTML report when asked; return its exit code.
+
+    `replays_from` is the user's file that replays the run when `trace` is a
+    scratch file, gone once the command ends: a schedule's trace replays
+    itself, so its verdict names the schedule instead, and the command it
+    prints to regenerate the run still works afterwards."""
     if failure:
         where = f" (trace step {failing_step})" if failing_step is not None else ""
         out.print(f"failure: {failure}{where}", markup=False)
@@ -217,6 +224,8 @@ def _report_end(
         from tlasim.tracing.validation.validator import validate_trace
 
         verdict = validate_trace(trace)
+        if replays_from is not None:
+            verdict = dataclasses.replace(verdict, path=replays_from.resolve())
         out.print(verdict.report(), markup=False)
         if not verdict.accepted and code == exitcodes.OK:
             code = exitcodes.TRACE_REJECTED
@@ -259,6 +268,7 @@ def _run_schedule(
         code = _report_end(
             result.outcome, result.failure, result.failing_step,
             _shown(trace_path, scratch, stream_to), trace_path, validate, report_path,
+            replays_from=schedule_path if scratch is not None else None,
         )
         _stream_out(trace_path, stream_to)
     finally:

@@ -39,7 +39,7 @@ def new_command(name: str, folder: Path | None) -> None:
     out.print("next:", markup=False)
     steps = [
         f"cd {shlex.quote(str(target))}",
-        "pip install -e .   # or, without installing: export TLASIM_PROTOCOLS=\"$PWD\"",
+        "pip install -e '.[test]'   # or, without installing: export TLASIM_PROTOCOLS=\"$PWD\"",
         f"tlasim run {names.name} --seed 1 --validate",
         f"tlasim campaign {names.name} --seeds 1:201",
         f"tlasim campaign {names.name} --seeds 1:201 --bug ack-before-sync",

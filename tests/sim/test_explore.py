@@ -391,6 +391,12 @@ def test_explore_writes_a_schedule_that_run_replays_byte_for_byte(tmp_path: Path
     replayed = tlasim("run", "twopc", "--schedule", str(schedule), "--trace", str(again))
     assert replayed.returncode == exitcodes.SAFETY, replayed.stdout + replayed.stderr
     assert again.read_bytes() == trace.read_bytes()
+    # Checked without --trace, the trace is a scratch file gone at exit: the
+    # verdict names the schedule, and its regenerate command still works.
+    checked = tlasim("run", "twopc", "--schedule", str(schedule), "--validate")
+    regenerate = f"regenerate: tlasim run twopc --schedule {schedule.resolve()}"
+    assert regenerate in checked.stdout, checked.stdout
+    assert "tlasim-run-" not in checked.stdout
     # The trace holds its own schedule.
     third = tmp_path / "third.ndjson"
     from_trace = tlasim("run", "twopc", "--schedule", str(trace), "--trace", str(third))
