@@ -54,6 +54,11 @@ def repro_command(db: Path, failure_id: str) -> str:
     return shlex.join(["tlasim", "repro", str(db.resolve()), failure_id])
 
 
+def _ended(outcome: str, failure: str | None) -> str:
+    """How a run ended, for a line: its outcome, and its failure when it has one."""
+    return f"{outcome}: {printable(failure)}" if failure is not None else outcome
+
+
 @click.command(epilog=exit_code_help())
 @click.argument("db_path", metavar="DB", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("failure_id")
@@ -105,8 +110,10 @@ def repro(db_path: Path, failure_id: str, trace_path: Path | None, original: boo
         trace_path=trace_path,
     )
     result = run.result
-    out.print(f"recorded: {expected[0]}: {printable(expected[1])}", markup=False)
-    out.print(f"replayed: {result.outcome}: {printable(result.failure)}", markup=False)
+    tlc_said = (" (the oracles passed; TLC rejected its trace)"
+                if recorded.validation == "rejected" and expected[1] is None else "")
+    out.print(f"recorded: {_ended(expected[0], expected[1])}{tlc_said}", markup=False)
+    out.print(f"replayed: {_ended(result.outcome, result.failure)}", markup=False)
     replayed_plan = json.dumps(result.plan.to_dict(), sort_keys=True)
     # Read (and so checked) as a plan above: the one reader cannot fail here.
     recorded_plan = json.dumps(load_json(expected[2], "the recorded plan"), sort_keys=True)

@@ -502,3 +502,19 @@ def test_repro_after_a_code_change_says_the_replay_runs_todays_code(
     assert code == exitcodes.USAGE, output
     assert "the protocol's code changed since this campaign" in output
     assert "check out that revision" in output
+
+
+def test_repro_of_a_run_only_tlc_rejected_says_so_and_exits_as_rejected(
+        tmp_path: Path) -> None:
+    # abort-after-prepare's seed 0 passes every oracle, but its RM aborts a
+    # prepared transaction on its own, a step TLC rejects.
+    db = tmp_path / "results.db"
+    code, output = invoke("campaign", "twopc", "--seeds", "0:1", "--bug", "abort-after-prepare",
+                          "--workers", "1", "--db", str(db),
+                          "--trace-dir", str(tmp_path / "traces"))
+    assert code != exitcodes.OK, output
+    code, output = invoke("repro", str(db), "1:0")
+    assert code == exitcodes.TRACE_REJECTED, output
+    assert "recorded: ok (the oracles passed; TLC rejected its trace)" in output
+    assert "replayed: ok\n" in output
+    assert "None" not in output
