@@ -247,8 +247,11 @@ def get_protocol(name: str) -> ProtocolDefinition:
     try:
         return PROTOCOLS[name]
     except KeyError:
+        # A project's package spells the name with '_' where the protocol has '-'.
+        dashed = name.replace("_", "-")
+        hint = f"did you mean {dashed!r}? " if dashed != name and dashed in PROTOCOLS else ""
         raise ConfigError(
-            f"unknown protocol {name!r}; known: {', '.join(sorted(PROTOCOLS))} "
+            f"unknown protocol {name!r}; {hint}known: {', '.join(sorted(PROTOCOLS))} "
             f"(a protocol of your own: module:ATTR, the {ENTRY_POINT_GROUP} entry point "
             f"group or {ENV_VAR})"
         ) from None

@@ -127,6 +127,10 @@ def test_protocols_and_a_manifest_at_once_or_an_unknown_protocol_are_refused(
     assert done.returncode == exitcodes.USAGE and "not both" in done.stderr
     done = tlasim("check-specs", "no-such-protocol", cwd=tmp_path)
     assert done.returncode == exitcodes.USAGE and "unknown protocol" in done.stderr
+    # The package's spelling of a dashed name gets a hint.
+    done = tlasim("check-specs", "lockfree_queue", cwd=tmp_path)
+    assert done.returncode == exitcodes.USAGE
+    assert "did you mean 'lockfree-queue'?" in done.stderr
 
 
 def test_a_protocol_without_a_manifest_is_a_clear_error(tmp_path: Path) -> None:
