@@ -92,7 +92,7 @@ def _importable(package: str) -> str | None:
         spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
         return None
-    if spec is None or spec.origin is None or spec.origin == "namespace":
+    if spec is None or spec.origin is None:
         return None
     return spec.origin
 

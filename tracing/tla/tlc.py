@@ -35,6 +35,7 @@ from tlasim.tracing.tla.tlc_progress import (
     PROGRESS_CLASS,
     PROGRESS_INTERVAL_MS,
     TLCProgress,
+    figures_text,
     parse_progress_line,
     run_streaming,
     without_progress_lines,
@@ -440,9 +441,12 @@ def last_figures(output: str) -> str | None:
     if not found:
         return None
     last = found[-1]
-    text = (f"{last['distinct']} distinct states, {last['generated']} generated, "
-            f"queue {last['queue']}")
-    return text + (f", depth {last['depth']}" if last["depth"] else "")
+
+    def count(group: str) -> int:
+        return int(last[group].replace(",", ""))
+
+    return figures_text(distinct=count("distinct"), generated=count("generated"),
+                        queue=count("queue"), depth=int(last["depth"]) if last["depth"] else None)
 
 
 def run_tlc(

@@ -36,9 +36,17 @@ class TLCProgress:
     depth: int
 
     def text(self, *, rate_per_s: float | None = None) -> str:
-        rate = f" ({rate_per_s:,.0f}/s)" if rate_per_s is not None else ""
-        return (f"{self.distinct:,} distinct states{rate}, {self.generated:,} generated, "
-                f"queue {self.queue:,}, depth {self.depth}")
+        return figures_text(distinct=self.distinct, generated=self.generated, queue=self.queue,
+                            depth=self.depth, rate_per_s=rate_per_s)
+
+
+def figures_text(*, distinct: int, generated: int, queue: int, depth: int | None,
+                 rate_per_s: float | None = None) -> str:
+    """TLC's search figures as one line: the same words for the launcher's
+    reports and for TLC's own Progress report (tlc.last_figures)."""
+    rate = f" ({rate_per_s:,.0f}/s)" if rate_per_s is not None else ""
+    text = f"{distinct:,} distinct states{rate}, {generated:,} generated, queue {queue:,}"
+    return text + (f", depth {depth}" if depth is not None else "")
 
 
 def parse_progress_line(line: str) -> TLCProgress | None:
