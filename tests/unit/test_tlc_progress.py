@@ -108,3 +108,15 @@ def test_each_tick_line_gives_the_figures_and_the_rate_since_the_last_line() -> 
     # Figures of a model that has ended are not kept.
     progress.figures(_check("twopc-abstract"), TLCProgress(1.0, 1, 1, 0, 1))
     assert "twopc-abstract" not in progress.latest
+
+
+def test_tlc_own_progress_report_and_final_figures_are_read_in_the_same_words() -> None:
+    from tlasim.tracing.tla.tlc import last_figures
+
+    report = ("Progress(14) at 2026-12-06 23:22:52: 57,511 states generated (57,511 s/min), "
+              "8,800 distinct states found (8,800 ds/min), 2,618 states left on queue.")
+    assert last_figures(report) == ("8,800 distinct states, 57,511 generated, queue 2,618, "
+                                    "depth 14")
+    final = "57511 states generated, 8800 distinct states found, 0 states left on queue."
+    assert last_figures(report + "\n" + final) == "8,800 distinct states, 57,511 generated, queue 0"
+    assert last_figures("no figures here") is None

@@ -429,10 +429,12 @@ class TLCTimeout(TLCError):
 # TLC's progress report: "Progress(9) at ...: 1,234 states generated (...),
 # 567 distinct states found, 89 states left on queue." (and its final
 # figures in the same words). Counts may carry thousands separators.
+# The report's time has colons of its own ("at 2026-12-06 23:22:52: ..."),
+# and each count may be followed by its rate per minute in parentheses.
 _FIGURES = re.compile(
-    r"(?:Progress\((?P<depth>\d+)\)[^:]*:\s*)?(?P<generated>[\d,]+) states generated"
-    r"(?:[^,]*)?, (?P<distinct>[\d,]+) distinct states found, "
-    r"(?P<queue>[\d,]+) states left on queue")
+    r"(?:Progress\((?P<depth>\d+)\).*?:\s+)?(?P<generated>[\d,]+) states generated"
+    r"(?: \([^)]*\))?, (?P<distinct>[\d,]+) distinct states found"
+    r"(?: \([^)]*\))?, (?P<queue>[\d,]+) states left on queue")
 
 
 def last_figures(output: str) -> str | None:
