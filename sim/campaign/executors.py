@@ -20,6 +20,7 @@ that runs a campaign on Dask needs the `if __name__ == "__main__":` guard
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
 import os
@@ -28,18 +29,24 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from itertools import islice
 from types import TracebackType
 from typing import Any, TypeVar
 
-from tlasim.protocols.errors import ConfigError
+from tlasim.protocols.errors import ConfigError, TlasimError
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 IN_FLIGHT_PER_WORKER = 4  # batches queued per worker, so none idles between two
+POOL_RESTARTS = 3  # new pools a campaign may start after a worker died
 CONNECT_TIMEOUT_SECONDS = 5.0  # how long to try a Dask scheduler before giving up
 PARENT_CHECK_SECONDS = 0.5  # how often a pool worker checks that the campaign still runs
+
+
+class WorkerLost(TlasimError):
+    """Worker processes kept dying: the campaign stops, its records kept."""
 
 
 class BatchExecutor(ABC):
@@ -75,36 +82,74 @@ class InlineExecutor(BatchExecutor):
 
 
 class ProcessPool(BatchExecutor):
-    """`workers` processes; with `yield_to` > 0 each runs that much nicer
-    (os.nice) than this process, so that a process started here (the
-    campaign's TLC) takes a core first whenever both want one."""
+    """`workers` processes. A worker that dies (killed, out of memory) breaks
+    the pool: a new pool takes over and the batches that had not come back
+    run again (the simulator is deterministic: the same results), at most
+    POOL_RESTARTS times in a campaign."""
 
-    def __init__(self, workers: int, yield_to: int = 0) -> None:
-        self._pool = ProcessPoolExecutor(
-            max_workers=workers, initializer=_start_worker, initargs=(os.getpid(), yield_to)
-        )
+    def __init__(self, workers: int) -> None:
+        self._workers = workers
+        self._pool = self._start()
         self._window = workers * IN_FLIGHT_PER_WORKER
+        self.restarts = 0
+
+    def _start(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            max_workers=self._workers, initializer=_start_worker, initargs=(os.getpid(),)
+        )
 
     def map_unordered(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         queue = iter(items)
-        pending: set[Future[R]] = {
-            self._pool.submit(fn, item) for item in islice(queue, self._window)
-        }
+        pending: dict[Future[R], T] = {}
+
+        def submit(item: T) -> None:
+            pending[self._pool.submit(fn, item)] = item
+
+        for item in islice(queue, self._window):
+            submit(item)
         while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            results = []
+            broken = False
+            for future in done:
+                try:
+                    results.append(future.result())
+                except BrokenProcessPool:
+                    broken = True
+                    continue
+                del pending[future]
+            if broken:
+                # Every batch not yet back runs again on a new pool.
+                again = list(pending.values())
+                pending.clear()
+                self._restart()
+                for item in again:
+                    submit(item)
             # Refill before handing results over, so workers stay busy while
             # the caller writes them down.
-            pending |= {self._pool.submit(fn, item) for item in islice(queue, len(done))}
-            for future in done:
-                yield future.result()
+            for item in islice(queue, max(0, self._window - len(pending))):
+                submit(item)
+            yield from results
+
+    def _restart(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self.restarts += 1
+        if self.restarts > POOL_RESTARTS:
+            raise WorkerLost(
+                f"a worker process died {self.restarts} times in this campaign (killed, or "
+                "out of memory?); what was recorded stays recorded, and --resume runs the rest"
+            )
+        logging.getLogger(__name__).warning(
+            "a worker process died; its batches run again on a new pool (%d of at most %d)",
+            self.restarts, POOL_RESTARTS,
+        )
+        self._pool = self._start()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _start_worker(parent: int, yield_to: int) -> None:
-    if yield_to > 0 and hasattr(os, "nice"):
-        os.nice(yield_to)
+def _start_worker(parent: int) -> None:
     _exit_with_parent(parent)
 
 
@@ -119,6 +164,10 @@ def _exit_with_parent(parent: int) -> None:
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(PARENT_CHECK_SECONDS)
+        # os._exit runs no finalizer: stop this worker's TLC first.
+        from tlasim.sim.campaign.worker_tlc import kill_sessions
+
+        kill_sessions()
         os._exit(1)
 
     threading.Thread(target=watch, name="tlasim-parent-watch", daemon=True).start()
@@ -173,8 +222,13 @@ class DaskExecutor(BatchExecutor):
             yield result
 
     def close(self) -> None:
-        # The client first: closing it cancels this campaign's tasks on a
-        # shared cluster; then the LocalCluster, which stops its workers.
+        # Each worker's TLC first (a shared cluster's workers outlive the
+        # campaign); then the client: closing it cancels this campaign's
+        # tasks on a shared cluster; then the LocalCluster, which stops its workers.
+        from tlasim.sim.campaign.worker_tlc import close_sessions
+
+        with contextlib.suppress(Exception):  # a worker gone already has no TLC left
+            self._client.run(close_sessions)
         self._client.close()
         if self._cluster is not None:
             self._cluster.close()
@@ -236,14 +290,12 @@ def _probe_scheduler(address: str) -> None:
         raise _unreachable(address, failure[0]) from None
 
 
-def make_executor(workers: int, dask: str | bool | None, yield_to: int = 0) -> BatchExecutor:
-    """The executor a campaign asked for: `dask` True means a LocalCluster.
-    `yield_to`: how much nicer a local pool's workers run (`ProcessPool`);
-    Dask's workers, and this process when it is the only worker, keep theirs."""
+def make_executor(workers: int, dask: str | bool | None) -> BatchExecutor:
+    """The executor a campaign asked for: `dask` True means a LocalCluster."""
     if dask is True:
         return DaskExecutor(None, workers)
     if isinstance(dask, str):
         return DaskExecutor(dask, workers)
     if workers == 1:
         return InlineExecutor()
-    return ProcessPool(workers, yield_to)
+    return ProcessPool(workers)

@@ -209,8 +209,9 @@ def campaign(
         console=err,
         transient=False,
     ) as progress:
-        # Simulated and validated separately: TLC checks runs in batches,
-        # behind the simulation, so the two bars move apart and meet at the end.
+        # Simulated and validated: a batch arrives with its verdicts (each
+        # worker checks its own runs), is counted simulated, then validated
+        # once it is recorded.
         checked = mode.kind != "none"
         simulated_task = progress.add_task(
             "simulated", total=len(seeds), rate=0.0, failures=0
@@ -245,6 +246,11 @@ def campaign(
             elapsed = progress.tasks[task].elapsed or 1e-9
             progress.update(task, rate=new_seeds / elapsed, failures=failures)
 
+        tlc_resident: dict[str, int] = {}
+
+        def on_tlc(worker: str, resident: int) -> None:
+            tlc_resident[worker] = max(resident, tlc_resident.get(worker, 0))
+
         def on_open(opened: Campaign, note: str | None) -> None:
             nonlocal campaign_id
             campaign_id = opened.id
@@ -268,11 +274,19 @@ def campaign(
                 on_resume=on_resume,
                 on_open=on_open,
                 on_simulated=on_simulated,
+                on_tlc=on_tlc,
             )
         finally:
             if db is not None:
                 db.close()
     out.print(_summary_table(protocol, bug, outcomes))
+    if tlc_resident:
+        sizes = sorted(tlc_resident.values())
+        out.print(
+            f"TLC per worker: {len(sizes)} worker(s), resident at most "
+            f"{sizes[-1] / 2**20:,.0f} MB (least {sizes[0] / 2**20:,.0f} MB)",
+            markup=False,
+        )
     failed = [o for o in outcomes if o.failed]
     _report_failures(
         protocol, bug, failed, overrides=overrides, shrink_count=shrink_count,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import sqlite3
@@ -18,8 +17,8 @@ import psutil
 import pytest
 from distributed import LocalCluster
 
+import tlasim.sim.campaign.batch as campaign_module
 import tlasim.sim.campaign.executors as executors
-import tlasim.sim.campaign.sweep as campaign_module
 from tlasim.protocols.errors import ConfigError
 from tlasim.sim.campaign.results import ResultsDB, SeedOutcome
 from tlasim.sim.campaign.sweep import run_campaign
@@ -33,10 +32,11 @@ ROOT = Path(__file__).resolve().parents[2]
 DRIVER = """
 import sys
 
+import tlasim.sim.campaign.batch as batch
 import tlasim.sim.campaign.sweep as campaign
 
 db_path, log_path, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
-real_run_seed = campaign.run_seed
+real_run_seed = batch.run_seed
 started = open(log_path, "a", buffering=1)
 
 
@@ -45,7 +45,7 @@ def logged_run_seed(protocol, seed, **kwargs):
     return real_run_seed(protocol, seed, **kwargs)
 
 
-campaign.run_seed = logged_run_seed
+batch.run_seed = logged_run_seed
 if __name__ == "__main__":
     campaign.run_campaign(
         "twopc", range(0, 400), validate="none", workers=workers, batch_size=5, db=db_path
@@ -285,18 +285,3 @@ def test_a_campaign_traces_only_the_runs_whose_trace_it_uses(
         assert Path(o.trace_path).read_bytes() == direct.read_bytes()
 
 
-def _niceness(_: int) -> int:
-    return os.nice(0)
-
-
-def test_pool_workers_yield_the_cores_to_tlc_only_when_asked() -> None:
-    # A campaign that checks its runs starts its workers nicer, so that its
-    # TLC, which the rest wait for, takes a core first.
-    ours = os.nice(0)
-    with executors.make_executor(2, None, yield_to=5) as pool:
-        assert set(pool.map_unordered(_niceness, range(4))) == {min(ours + 5, 19)}
-    with executors.make_executor(2, None) as pool:
-        assert set(pool.map_unordered(_niceness, range(4))) == {ours}
-    with executors.make_executor(1, None, yield_to=5) as inline:
-        # The only worker is this process, which TLC's JVM is a child of.
-        assert set(inline.map_unordered(_niceness, range(2))) == {ours}

@@ -37,11 +37,12 @@ the validator on the trace's file.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import queue
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,6 +95,12 @@ _DATA_FILE = "TraceData.bin"
 # constants (a campaign whose workload sets them per seed) go to batches,
 # so a campaign never holds a JVM per seed.
 MAX_STREAMS = 8
+# Step lines a stream takes before it is retired and a new run takes over.
+# A run keeps the fingerprint of every state it explored (each line's is
+# new), so its memory grows with the lines it checked; a new run costs a
+# JVM's start and warm-up, a few seconds, against the minutes of checking
+# this many lines takes (about 30,000 lines/s warm).
+STREAM_RETIRE_STEPS = 5_000_000
 
 
 @dataclass(slots=True, eq=False)
@@ -154,10 +161,14 @@ def check_batch(
     tlc: Callable[..., TLCResult],
     method: Method,
     locate: bool = True,
+    jvm_args: Sequence[str] = (),
 ) -> None:
     """Run TLC on the batch and set each item's rejected step (0: accepted;
     UNLOCATED: rejected, when `locate` is off), or its `unchecked` reason when
-    TLC failed in a way that names no trace."""
+    TLC failed in a way that names no trace. `jvm_args` go to Java after
+    tlasim's own (a heap size, say)."""
+    if jvm_args:
+        tlc = functools.partial(_with_jvm_args, tlc, tuple(jvm_args))
     try:
         _run_batch(workdir, batch, timeout_s, tlc, method, locate, ends_only=method == "fast")
     except TLCError as exc:
@@ -166,6 +177,12 @@ def check_batch(
         # batch's and none of any other batch's.
         for item in batch:
             item.unchecked = str(exc)
+
+
+def _with_jvm_args(
+    tlc: Callable[..., TLCResult], extra: tuple[str, ...], *args: Any, **kwargs: Any
+) -> TLCResult:
+    return tlc(*args, **{**kwargs, "jvm_args": (*kwargs.get("jvm_args", ()), *extra)})
 
 
 def _run_batch(
@@ -326,13 +343,17 @@ class CheckSession:
         stream: bool = False,
         stream_runs: int = 1,
         stream_long: bool = False,
+        jvm_args: Sequence[str] = (),
+        retire_steps: int = STREAM_RETIRE_STEPS,
     ) -> None:
         """`stream`: check the traces whose every line logs every variable
         in long-lived TLC runs per spec and constants, `stream_runs` of them
         side by side (each explores with one thread), fed as they come
         (`tlc_stream.TraceStream`), rather than in a run per batch.
         `stream_long`: the streams will check many traces, enough to pay for
-        Java's optimizing compiler (`TraceStream`'s `long_run`)."""
+        Java's optimizing compiler (`TraceStream`'s `long_run`).
+        `jvm_args` go to every TLC's Java (a heap size, say); a stream that
+        took `retire_steps` step lines is retired for a new one."""
         if jobs < 1:
             raise SpecError(f"jobs={jobs}: must be at least 1")
         self.results: queue.Queue[SessionResult] = queue.Queue()
@@ -352,6 +373,8 @@ class CheckSession:
         self._stream = stream
         self._stream_runs = max(1, stream_runs)
         self._stream_long = stream_long
+        self._jvm_args = tuple(jvm_args)
+        self._retire_steps = retire_steps
         # Per spec and constants, its streams; all of them, the streams that failed too.
         self._streams: dict[tuple[str, str], list[TraceStream]] = {}
         self._every_stream: list[TraceStream] = []
@@ -447,6 +470,14 @@ class CheckSession:
             if self._tmp is not None:
                 self._tmp.cleanup()
 
+    def kill(self) -> None:
+        """Stop every TLC at once and remove the work folder; no more results come."""
+        for stream in self._every_stream:
+            stream.kill()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
     def _to_stream(self, key: tuple[str, str], tag: Hashable, item: BatchItem) -> bool:
         """Hand the trace to the least busy stream of its spec and
         constants, started if need be; False when the session runs as many
@@ -466,7 +497,7 @@ class CheckSession:
 
             stream = TraceStream(
                 folder, item.spec, item.constants, report, self._run_now,
-                long_run=self._stream_long,
+                long_run=self._stream_long, jvm_args=self._jvm_args,
             )
             runs.append(stream)
             self._streams[key] = runs
@@ -474,11 +505,29 @@ class CheckSession:
         if not runs:
             return False
         stream = min(runs, key=lambda s: s.unsettled_steps)
+        if stream.sent_steps >= self._retire_steps:
+            stream.retire()
+            runs.remove(stream)
+            self._forget_finished()
+            return self._to_stream(key, tag, item)
         if stream.add(tag, item):
             return True
         # Its run failed (its traces went to batches): a new one takes its place.
         runs.remove(stream)
         return self._to_stream(key, tag, item)
+    def _forget_finished(self) -> None:
+        """Drop the retired streams whose TLC is gone and settled everything
+        (kept when they failed: their error is still to be raised)."""
+        live = {id(s) for runs in self._streams.values() for s in runs}
+        self._every_stream = [
+            s for s in self._every_stream
+            if id(s) in live or not s.finished() or s.error is not None
+        ]
+
+    def jvm_pids(self) -> list[int]:
+        """The process ids of this session's streams' JVMs that still run."""
+        return [s.pid for s in self._every_stream if not s.finished()]
+
     def _run_now(self, batch: list[tuple[Hashable, BatchItem]]) -> None:
         """Check a failed stream's unsettled traces as batches, on the
         stream's own thread (a result for each arrives as for any batch)."""
@@ -499,7 +548,7 @@ class CheckSession:
         items = [item for _, item in batch]
         prepare_folder(folder, items[0].spec)
         check_batch(folder, items, timeout_s=self._timeout_s, tlc=run_tlc, method="fast",
-                    locate=False)
+                    locate=False, jvm_args=self._jvm_args)
         for tag, item in batch:
             self.results.put(
                 SessionResult(tag, item.step == 0 and item.unchecked is None, item.seconds,

@@ -33,7 +33,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -97,11 +97,13 @@ class TraceStream:
         fallback: Callable[[list[tuple[Hashable, Any]]], None],
         *,
         long_run: bool = False,
+        jvm_args: Sequence[str] = (),
     ) -> None:
+        """`jvm_args` go to Java after tlasim's own (a heap size, say)."""
         from tlasim.tracing.validation.tlc_batch import prepare_folder
 
         self._folder = folder
-        self._jvm_args = _JVM_ARGS_LONG_RUN if long_run else _JVM_ARGS
+        self._jvm_args = (*(_JVM_ARGS_LONG_RUN if long_run else _JVM_ARGS), *jvm_args)
         self._report, self._fallback = report, fallback
         self._chunk_steps = STREAM_CHUNK_STEPS
         self._lock = threading.Lock()
@@ -109,6 +111,7 @@ class TraceStream:
         self._pending: list[tuple[Hashable, Any]] = []
         self._pending_steps = 0
         self._sent = 0
+        self.sent_steps = 0  # step lines handed in, in all
         self._unsettled_steps = 0
         self._ending = False
         self._alive = True
@@ -153,6 +156,7 @@ class TraceStream:
                 return False
             self._pending.append((tag, item))
             self._pending_steps += item.steps
+            self.sent_steps += item.steps
             self._unsettled_steps += item.steps
             if self._pending_steps >= self._chunk_steps:
                 self._send()
@@ -163,6 +167,22 @@ class TraceStream:
         with self._lock:
             if self._alive and self._pending:
                 self._send()
+
+    @property
+    def pid(self) -> int:
+        """Its JVM's process id."""
+        return self._process.pid
+
+    def retire(self) -> None:
+        """Send the rest and the end, and take no more traces: TLC settles
+        what it holds and exits on its own, while a new run takes the next
+        traces. A long run holds every state it explored; retiring it
+        bounds its memory."""
+        with self._lock:
+            if self._alive and self._pending:
+                self._send()
+            self._ending = True
+            self._close_input()
 
     def lag(self) -> int:
         """How far TLC is behind, in units of STREAM_LAG_STEPS unsettled lines."""
@@ -197,6 +217,15 @@ class TraceStream:
         if self._process.poll() is None:
             self._process.kill()
         self._reader.join()
+
+    def finished(self) -> bool:
+        """Whether its TLC is gone and every trace it took was reported."""
+        return not self._reader.is_alive()
+
+    @property
+    def error(self) -> BaseException | None:
+        """What stopped its reader, if anything did."""
+        return self._error
 
     def raise_error(self) -> None:
         if self._error is not None:
