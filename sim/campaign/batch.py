@@ -19,6 +19,7 @@ import os
 import shutil
 import socket
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,7 @@ class BatchRun:
     outcomes: list[SeedOutcome]
     worker: str  # host:pid of the process that ran it
     tlc_resident_bytes: int = 0  # its TLC JVMs' resident memory (0: none ran)
+    seconds: float = 0.0  # how long the worker took, verdicts and all
 
 
 def plan_json(plan: FaultPlan) -> str:
@@ -68,6 +70,7 @@ def run_batch(
 ) -> BatchRun:
     """Run a batch of seeds and judge each; `tlc` says how this worker runs
     its TLC for the runs `validate` samples (a default plan when None)."""
+    started = time.perf_counter()
     mode = parse_validate_mode(validate)
     suffix = (options or SimOptions()).trace_format
     overrides = dict(protocol_overrides or {})
@@ -173,7 +176,8 @@ def run_batch(
                 )
             )
     resident = worker_tlc.resident_bytes() if session is not None else 0
-    return BatchRun(outcomes, f"{socket.gethostname()}:{os.getpid()}", resident)
+    return BatchRun(outcomes, f"{socket.gethostname()}:{os.getpid()}", resident,
+                    time.perf_counter() - started)
 
 
 @contextlib.contextmanager

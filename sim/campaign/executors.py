@@ -11,10 +11,11 @@ early (an error, Ctrl-C) leaves little queued work to cancel.
 
 Dask workers import `sim` by name, so on a remote cluster tlasim must be
 installed on every worker, at the same version. A worker writes kept traces
-to `trace_dir` on its own machine. A LocalCluster starts its workers with
-multiprocessing's spawn, which re-imports the caller's main module: a script
-that runs a campaign on Dask needs the `if __name__ == "__main__":` guard
-(the `tlasim` command and `python -m tlasim.sim` are safe as they are).
+to `trace_dir` on its own machine. A LocalCluster starts its workers from
+a fork server (spawn where there is none), which, as spawn does, imports
+the caller's main module first: a script that runs a campaign on Dask
+needs the `if __name__ == "__main__":` guard (the `tlasim` command and
+`python -m tlasim.sim` are safe as they are).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import asyncio
 import contextlib
 import importlib
 import logging
+import multiprocessing
 import os
 import threading
 import time
@@ -50,6 +52,8 @@ class WorkerLost(TlasimError):
 
 
 class BatchExecutor(ABC):
+    slots = 1  # how many batches run at once
+
     @abstractmethod
     def map_unordered(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         """Apply `fn` to every item; yield each result as soon as it is ready."""
@@ -89,6 +93,7 @@ class ProcessPool(BatchExecutor):
 
     def __init__(self, workers: int) -> None:
         self._workers = workers
+        self.slots = workers
         self._pool = self._start()
         self._window = workers * IN_FLIGHT_PER_WORKER
         self.restarts = 0
@@ -183,13 +188,14 @@ class DaskExecutor(BatchExecutor):
         if address is None:
             # One single-threaded process per worker, like the process pool:
             # a run holds the GIL throughout, so threads would not help.
-            self._cluster = distributed.LocalCluster(
-                n_workers=workers,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            )
+            with _local_cluster_settings():
+                self._cluster = distributed.LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
             try:
                 self._client = distributed.Client(self._cluster, set_as_default=False)
             except BaseException:
@@ -204,7 +210,8 @@ class DaskExecutor(BatchExecutor):
             except Exception as exc:  # as in _probe_scheduler: anything can come back
                 raise _unreachable(address, exc) from None
         threads = sum(self._client.nthreads().values())
-        self._window = max(threads, workers, 1) * IN_FLIGHT_PER_WORKER
+        self.slots = max(threads, workers, 1)
+        self._window = self.slots * IN_FLIGHT_PER_WORKER
 
     def map_unordered(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         queue = iter(items)
@@ -232,6 +239,38 @@ class DaskExecutor(BatchExecutor):
         self._client.close()
         if self._cluster is not None:
             self._cluster.close()
+
+
+# What a LocalCluster's workers import before they start (see
+# `_local_cluster_settings`): all a batch needs but the protocol itself.
+WORKER_PRELOAD = ("distributed", "tlasim.sim.campaign.batch")
+
+
+@contextlib.contextmanager
+def _local_cluster_settings() -> Iterator[None]:
+    """Dask settings for the LocalCluster a campaign starts, and only for it.
+
+    Its workers are started by a fork server that imported Dask and tlasim
+    once, rather than spawned, so each does not import them again (a second
+    of a core apiece). Where a fork server is missing (Windows), spawn stays.
+    And no worker samples its task's stack every 10 ms for Dask's profiler:
+    this cluster has no dashboard to show it, and the sampling thread takes
+    the GIL from the runs.
+    """
+    dask = _import("dask")
+    settings: dict[str, Any] = {"distributed.worker.profile.enabled": False}
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        settings["distributed.worker.multiprocessing-method"] = "forkserver"
+    with dask.config.set(settings):
+        if "forkserver" in settings.values():
+            # Dask names its own preload on first use of the context; tlasim
+            # is added to it (a fork server already running keeps the one it
+            # started with, which costs only time).
+            _import("distributed.utils").get_mp_context()
+            multiprocessing.get_context("forkserver").set_forkserver_preload(
+                list(WORKER_PRELOAD)
+            )
+        yield
 
 
 def _import(name: str) -> Any:

@@ -14,7 +14,7 @@ import dataclasses
 import json
 import os
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -25,9 +25,10 @@ from tlasim.protocols import get_protocol, protocol_names, reference
 from tlasim.protocols.checked import load_json
 from tlasim.protocols.errors import ConfigError
 from tlasim.sim.campaign.batch import BatchRun, plan_json, run_batch
-from tlasim.sim.campaign.executors import make_executor
+from tlasim.sim.campaign.executors import IN_FLIGHT_PER_WORKER, make_executor
 from tlasim.sim.campaign.records import parse_validate_mode
 from tlasim.sim.campaign.results import SEED_MAX, VALIDATE_MODES, Campaign, ResultsDB, SeedOutcome
+from tlasim.sim.campaign.sizing import BatchSizer
 from tlasim.sim.campaign.worker_tlc import close_sessions, plan_tlc
 from tlasim.sim.drift.revision import source_revision
 from tlasim.sim.kernel.options import NetworkOptions, SimOptions
@@ -36,7 +37,6 @@ __all__ = [
     "VALIDATE_MODES",
     "BatchRun",
     "SeedOutcome",
-    "batches",
     "identity_changes",
     "options_json",
     "parse_seed_range",
@@ -208,11 +208,6 @@ def _resume_note(store: ResultsDB, earlier: list[Campaign], campaign: Campaign,
             "(the earlier results stay in the database)")
 
 
-def batches(seeds: Sequence[int], batch_size: int) -> Iterator[list[int]]:
-    for start in range(0, len(seeds), batch_size):
-        yield list(seeds[start : start + batch_size])
-
-
 # A worker that checks this many runs or more pays for Java's optimizing
 # compiler in its TLC (`CheckSession`'s `stream_long`).
 LONG_RUN_SEEDS = 1000
@@ -295,7 +290,6 @@ def run_campaign(
         if not todo:
             # Nothing left: do not start a pool or a cluster just to stop it.
             return outcomes
-        size = batch_size or max(1, min(10, len(todo) // (workers * 4) or 1))
         tlc = None
         if any(map(mode.samples, todo)):
             # Each worker's share of the checked runs decides its compiler.
@@ -310,7 +304,10 @@ def run_campaign(
         )
         try:
             with make_executor(workers, dask) as executor:
-                for batch in executor.map_unordered(work, batches(todo, size)):
+                sizer = BatchSizer(todo, executor.slots, fixed=batch_size,
+                                   in_flight_per_slot=IN_FLIGHT_PER_WORKER)
+                for batch in executor.map_unordered(work, sizer):
+                    sizer.observe(len(batch.outcomes), batch.seconds)
                     if on_simulated is not None:
                         on_simulated(batch.outcomes)
                     # Recorded before anyone hears of it, so what was reported is on disk.

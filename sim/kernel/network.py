@@ -48,6 +48,12 @@ class Network:
         self.injector = injector
         self._schedule = schedule
         self._encode = encode
+        # One packer for every message, not msgpack.packb's new one per call:
+        # each new packer allocates a buffer larger than glibc's mmap
+        # threshold, and where that threshold is fixed (a Dask worker sets
+        # MALLOC_TRIM_THRESHOLD_, which does so) every message costs an mmap
+        # and a munmap, ten times the packing itself.
+        self._packer = msgpack.Packer(use_bin_type=True)
         self._spec_record = spec_record
         # The spec's `msgs` bag, kept up to date as copies enter and leave.
         self.in_flight: Counter[Hashable] = Counter()
@@ -75,7 +81,7 @@ class Network:
         The duplicate is not in flight yet: the caller adds it with `add_copy`
         in its own trace step, after the step that sent the original.
         """
-        payload = msgpack.packb(self._encode(msg), use_bin_type=True)
+        payload = self._packer.pack(self._encode(msg))
         record = self._records.get(payload)
         if record is None:
             if len(self._records) >= RECORDS_KEPT:
