@@ -14,6 +14,7 @@ from bench import (
     live,
     refinement,
     report,
+    scaling,
     validation,
 )
 from tlasim.sim.cli.support import out
@@ -70,6 +71,7 @@ def main() -> None:
         )
 
     refinement_tables(console)
+    scaling_lines(console)
     explore_table(console)
 
     table = Table(title="Swarm: seeds to the first failure, per bug variant")
@@ -168,6 +170,29 @@ def refinement_tables(console: Console) -> None:
             f"{p.per_step_ms(p.text_seconds):.3f} ({p.text_seconds:.1f} s)",
         )
     console.print(table)
+
+
+def scaling_lines(console: Console) -> None:
+    """Issue 24's figures: TLC per worker, measured parts and the model."""
+    console.print("Refinement checking beside each worker: does it scale?", markup=False)
+    for protocol in CAMPAIGNS:
+        for line in scaling.describe(protocol):
+            console.print(line, markup=False)
+    console.print(scaling.ASSUMPTIONS, markup=False)
+    rows = scaling.side_by_side()
+    for r in rows:
+        console.print(
+            f"(d) twopc {scaling.SIDE_BY_SIDE_SEEDS} seeds, {r.label}, 2 workers: none "
+            f"{scaling.SIDE_BY_SIDE_SEEDS / r.none_seconds:.0f} seeds/s, all "
+            f"{scaling.SIDE_BY_SIDE_SEEDS / r.all_seconds:.0f} seeds/s, all / none {r.ratio:.0%}",
+            markup=False,
+        )
+    pool, dask = rows
+    console.print(
+        f"(d) dask LocalCluster / process pool: none {pool.none_seconds / dask.none_seconds:.2f}x, "
+        f"all {pool.all_seconds / dask.all_seconds:.2f}x",
+        markup=False,
+    )
 
 
 def campaign_table(protocol: str, rates: list[campaign.Rate], console: Console) -> None:

@@ -4,7 +4,7 @@ side by side, and where TLC's time per checked step goes.
 For each protocol's standard campaign (its default options, swarm faults)
 at 2 workers, one process runs the same seeds both ways, back to back:
 `run_campaign(..., validate="none")` and `validate="all"` (every run checked
-by TLC in the campaign's session), PAIRS times, at two sizes (a short
+by TLC in each worker's session), PAIRS times, at two sizes (a short
 campaign, and a long one whose fixed costs are small); and for scale
 `validate="all"` as it was before (every run traced to a log and each batch
 of ten checked by its own TLC run with the text modules,
