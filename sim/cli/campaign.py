@@ -31,6 +31,7 @@ from tlasim.sim.campaign.sweep import (
     plan_json,
     run_campaign,
 )
+from tlasim.sim.campaign.worker_tlc import plan_tlc
 from tlasim.sim.cli.repro import repro_command
 from tlasim.sim.cli.support import (
     bounded_int,
@@ -191,6 +192,9 @@ def campaign(
     get_protocol(protocol).make_options(overrides)  # bad options fail before any seed runs
     seeds = parse_seed_range(seed_range)
     mode = parse_validate_mode(validate_mode)
+    if mode.kind in ("all", "sample"):
+        # Refused before any bar is drawn; the campaign plans its TLCs again.
+        plan_tlc("", workers, long_run=False, local=dask in (None, "local"))
     where = "local pool" if dask is None else f"dask {dask}"
     out.print(
         f"campaign protocol={protocol} seeds={seeds.start}:{seeds.stop} bug={bug} "

@@ -71,6 +71,24 @@ def test_bad_input_exits_with_usage_code_and_no_traceback(args: tuple[str, ...])
     assert code == exitcodes.USAGE, output
 
 
+def test_too_many_workers_for_their_tlcs_are_refused_before_any_seed_runs(
+    tmp_path: Path,
+) -> None:
+    # Each worker's TLC needs a few hundred MB: a million workers fit nowhere.
+    db = tmp_path / "results.db"
+    code, output = invoke("campaign", "twopc", "--seeds", "0:5", "--workers", "1000000",
+                          "--db", str(db))
+    assert code == exitcodes.USAGE, output
+    assert "--workers 1000000: each worker runs a simulation and its own TLC" in output
+    assert "such workers fit" in output
+    assert "simulated" not in output  # refused before the progress starts
+    assert not db.exists()  # and before the database is made
+    # Without TLC per seed, the same count is no memory question.
+    code, output = invoke("campaign", "twopc", "--seeds", "0:1", "--workers", "1000000",
+                          "--validate", "failures", "--dask", "tcp://127.0.0.1:1")
+    assert "such workers fit" not in output
+
+
 def test_safety_violation_exits_1() -> None:
     # Seed 96 breaks agreement under abort-after-prepare (found by the sweep).
     code, output = invoke("run", "twopc", "--seed", "96", "--bug", "abort-after-prepare")
