@@ -20,7 +20,7 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -181,13 +181,14 @@ def run_batch(
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Any:
+def _collector_paused() -> Iterator[None]:
     """Run one seed with the cyclic garbage collector paused, then collect
     its young generation once.
 
     A run allocates many small objects that live until it ends (the
     recorder's steps, the cores' messages), so the collector, left on, scans
-    them again and again as they age: about a fifth of a recorded run's time.
+    them again and again as they age (a recorded twopc run: 7.3 ms with it
+    on, 6.9 ms paused).
     One run's garbage is bounded by the run, so it waits for the run's end.
     """
     if not gc.isenabled():

@@ -92,7 +92,6 @@ class ProcessPool(BatchExecutor):
     POOL_RESTARTS times in a campaign."""
 
     def __init__(self, workers: int) -> None:
-        self._workers = workers
         self.slots = workers
         self._pool = self._start()
         self._window = workers * IN_FLIGHT_PER_WORKER
@@ -100,7 +99,7 @@ class ProcessPool(BatchExecutor):
 
     def _start(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
-            max_workers=self._workers, initializer=_start_worker, initargs=(os.getpid(),)
+            max_workers=self.slots, initializer=_start_worker, initargs=(os.getpid(),)
         )
 
     def map_unordered(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
@@ -259,10 +258,11 @@ def _local_cluster_settings() -> Iterator[None]:
     """
     dask = _import("dask")
     settings: dict[str, Any] = {"distributed.worker.profile.enabled": False}
-    if "forkserver" in multiprocessing.get_all_start_methods():
+    forkserver = "forkserver" in multiprocessing.get_all_start_methods()
+    if forkserver:
         settings["distributed.worker.multiprocessing-method"] = "forkserver"
     with dask.config.set(settings):
-        if "forkserver" in settings.values():
+        if forkserver:
             # Dask names its own preload on first use of the context; tlasim
             # is added to it (a fork server already running keeps the one it
             # started with, which costs only time).
