@@ -34,31 +34,34 @@ TraceActionNames ==
 (* A parameter the line logged must be the one the step uses.            *)
 P(e, key, value) == key \in DOMAIN e.params => e.params[key] = value
 
+(* The values of parameter key a step may use: the one the line logged, if *)
+(* it is in S, else all of S.  \E x \in Param(e, k, S) : A(x) is           *)
+(* \E x \in S : P(e, k, x) /\ A(x), but TLC evaluates the line's params    *)
+(* once rather than for every x.                                          *)
+Param(e, key, S) == IF key \in DOMAIN e.params THEN {e.params[key]} \cap S ELSE S
+
 (* The step that trace line e claims to be.  A message that can be lost or *)
 (* duplicated is one in flight before the step, hence DOMAIN msgs.         *)
 TraceAction(e) ==
-    LET Tm(t)     == P(e, "tx", t)
-        TmRm(t, r) == P(e, "tx", t) /\ P(e, "rm", r)
-    IN
-    CASE e.action = "TMBegin"         -> \E t \in Tx : Tm(t) /\ TMBegin(t)
-      [] e.action = "TMSendPrepare"   -> \E t \in Tx, r \in RM : TmRm(t, r) /\ TMSendPrepare(t, r)
-      [] e.action = "TMRcvPrepared"   -> \E t \in Tx, r \in RM : TmRm(t, r) /\ TMRcvPrepared(t, r)
-      [] e.action = "TMRcvAborted"    -> \E t \in Tx, r \in RM : TmRm(t, r) /\ TMRcvAborted(t, r)
-      [] e.action = "TMCommit"        -> \E t \in Tx : Tm(t) /\ TMCommit(t)
-      [] e.action = "TMAbort"         -> \E t \in Tx : Tm(t) /\ TMAbort(t)
-      [] e.action = "TMSendCommit"    -> \E t \in Tx, r \in RM : TmRm(t, r) /\ TMSendCommit(t, r)
-      [] e.action = "TMSendAbort"     -> \E t \in Tx, r \in RM : TmRm(t, r) /\ TMSendAbort(t, r)
+    CASE e.action = "TMBegin"         -> \E t \in Param(e, "tx", Tx) : TMBegin(t)
+      [] e.action = "TMSendPrepare"   -> \E t \in Param(e, "tx", Tx), r \in Param(e, "rm", RM) : TMSendPrepare(t, r)
+      [] e.action = "TMRcvPrepared"   -> \E t \in Param(e, "tx", Tx), r \in Param(e, "rm", RM) : TMRcvPrepared(t, r)
+      [] e.action = "TMRcvAborted"    -> \E t \in Param(e, "tx", Tx), r \in Param(e, "rm", RM) : TMRcvAborted(t, r)
+      [] e.action = "TMCommit"        -> \E t \in Param(e, "tx", Tx) : TMCommit(t)
+      [] e.action = "TMAbort"         -> \E t \in Param(e, "tx", Tx) : TMAbort(t)
+      [] e.action = "TMSendCommit"    -> \E t \in Param(e, "tx", Tx), r \in Param(e, "rm", RM) : TMSendCommit(t, r)
+      [] e.action = "TMSendAbort"     -> \E t \in Param(e, "tx", Tx), r \in Param(e, "rm", RM) : TMSendAbort(t, r)
       [] e.action = "TMCrash"         -> TMCrash
       [] e.action = "TMRecover"       -> TMRecover
-      [] e.action = "RMRcvPrepare"    -> \E t \in Tx, r \in RM : TmRm(t, r) /\ RMRcvPrepare(t, r)
-      [] e.action = "RMSendPrepared"  -> \E t \in Tx, r \in RM : TmRm(t, r) /\ RMSendPrepared(t, r)
-      [] e.action = "RMSendAborted"   -> \E t \in Tx, r \in RM : TmRm(t, r) /\ RMSendAborted(t, r)
-      [] e.action = "RMChooseToAbort" -> \E t \in Tx, r \in RM : TmRm(t, r) /\ RMChooseToAbort(t, r)
-      [] e.action = "RMRcvCommit"     -> \E t \in Tx, r \in RM : TmRm(t, r) /\ RMRcvCommit(t, r)
-      [] e.action = "RMRcvAbort"      -> \E t \in Tx, r \in RM : TmRm(t, r) /\ RMRcvAbort(t, r)
-      [] e.action = "RMCrash"         -> \E r \in RM : P(e, "rm", r) /\ RMCrash(r)
-      [] e.action = "RMRecover"       -> \E r \in RM : P(e, "rm", r) /\ RMRecover(r)
-      [] e.action = "NetLose"         -> \E m \in DOMAIN msgs : P(e, "msg", m) /\ NetLose(m)
-      [] e.action = "NetDuplicate"    -> \E m \in DOMAIN msgs : P(e, "msg", m) /\ NetDuplicate(m)
+      [] e.action = "RMRcvPrepare"    -> \E t \in Param(e, "tx", Tx), r \in Param(e, "rm", RM) : RMRcvPrepare(t, r)
+      [] e.action = "RMSendPrepared"  -> \E t \in Param(e, "tx", Tx), r \in Param(e, "rm", RM) : RMSendPrepared(t, r)
+      [] e.action = "RMSendAborted"   -> \E t \in Param(e, "tx", Tx), r \in Param(e, "rm", RM) : RMSendAborted(t, r)
+      [] e.action = "RMChooseToAbort" -> \E t \in Param(e, "tx", Tx), r \in Param(e, "rm", RM) : RMChooseToAbort(t, r)
+      [] e.action = "RMRcvCommit"     -> \E t \in Param(e, "tx", Tx), r \in Param(e, "rm", RM) : RMRcvCommit(t, r)
+      [] e.action = "RMRcvAbort"      -> \E t \in Param(e, "tx", Tx), r \in Param(e, "rm", RM) : RMRcvAbort(t, r)
+      [] e.action = "RMCrash"         -> \E r \in Param(e, "rm", RM) : RMCrash(r)
+      [] e.action = "RMRecover"       -> \E r \in Param(e, "rm", RM) : RMRecover(r)
+      [] e.action = "NetLose"         -> \E m \in Param(e, "msg", DOMAIN msgs) : NetLose(m)
+      [] e.action = "NetDuplicate"    -> \E m \in Param(e, "msg", DOMAIN msgs) : NetDuplicate(m)
       [] OTHER                        -> FALSE
 =============================================================================

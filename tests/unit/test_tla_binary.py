@@ -9,6 +9,9 @@ empty record or function is `<<>>`, as in TLC.
 
 from __future__ import annotations
 
+import builtins
+import io
+import pickle
 import re
 import struct
 import zipfile
@@ -25,12 +28,12 @@ from tlasim.sim.kernel.options import SimOptions
 from tlasim.sim.run.runner import build_simulation, run_recorded, run_seed, write_header
 from tlasim.tracing.codec import Trace, TraceStep, read_trace
 from tlasim.tracing.emit.recorder import TLCRecorder
-from tlasim.tracing.tla import binary
+from tlasim.tracing.tla import binary, pickled
 from tlasim.tracing.tla.binary import PreparedTrace, trace_blob, trace_logs_of
 from tlasim.tracing.tla.tlc import JAVA_SOURCES, TLASIM_JAR, TLCResult, java_source_digest
 from tlasim.tracing.tla.trace_module import MAX_NESTING, check_writable
 from tlasim.tracing.validation.validator import Verdict, validate_traces
-from tlasim.tracing.values import Record
+from tlasim.tracing.values import FnMap, Record
 
 PROTOCOLS = ("twopc", "shardsplit", "snapshot")
 # Seeds per protocol for the recorder's equivalence; the first few also
@@ -63,6 +66,18 @@ def _function(pairs: list[tuple[Tagged, Tagged]], at: int) -> Tagged:
     if len({k for k, _ in pairs}) != len(pairs):
         raise Malformed(f"byte {at}: a function with a key twice")
     return ("fn", frozenset(pairs))
+
+
+class _BuiltinsOnly(pickle.Unpickler):
+    """Reads a pickled trace, calling nothing but the conversions it may name."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "builtins" and name == "dict":
+            # A Record or another mapping, which may be a set's element.
+            return lambda d: Record(d) if all(type(k) is str for k in d) else FnMap(d)
+        if module == "builtins" and name in {"str", "int", "tuple", "list", "set", "frozenset"}:
+            return getattr(builtins, name)
+        raise Malformed(f"a pickled trace names {module}.{name}")
 
 
 class Decoder:
@@ -138,8 +153,16 @@ class Decoder:
         raise Malformed(f"byte {at}: unknown tag {tag!r}")
 
     def trace(self) -> Tagged:
-        """One element of TraceLogs: its `D`s are numbered from 0."""
+        """One element of TraceLogs: its `D`s are numbered from 0; or a
+        pickled trace (`tracing.tla.pickled`), read by pickle itself."""
         self.shared = []
+        if self.data[self.pos : self.pos + 1] == pickled.PICKLED_TAG:
+            self.pos += 1
+            lines = _BuiltinsOnly(io.BytesIO(self._take(self._u32()))).load()
+            memo: dict[int, tuple[Any, Tagged]] = {}
+            return ("seq", tuple(
+                tagged({"action": a, "params": p, "vars": v}, memo) for a, p, v in lines
+            ))
         return self.value()
 
     def end(self) -> None:

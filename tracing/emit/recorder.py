@@ -22,6 +22,7 @@ from typing import Any
 from tlasim.protocols.errors import InternalError, TraceFormatError
 from tlasim.tracing.emit.emitter import TraceEmitter
 from tlasim.tracing.tla.binary import PreparedTrace, TraceBlobWriter
+from tlasim.tracing.tla.pickled import Unpicklable, pickled_trace
 from tlasim.tracing.tla.trace_module import WriteCheckMemo, check_writable
 from tlasim.tracing.values import freeze
 
@@ -35,7 +36,13 @@ class TLCRecorder(TraceEmitter):
         """`persistent`: the caller never changes a value it passed (see
         `TraceBlobWriter`), so a variable a step left alone costs nothing."""
         super().__init__(None)
+        self._persistent = persistent
+        # Under `persistent` the lines are kept and pickled whole at the end
+        # (`tracing.tla.pickled`, C speed); otherwise each is encoded as it
+        # comes, since the caller may change its values after.
+        self._lines: list[tuple[str, Any, Mapping[str, Any]]] = []
         self._blob = TraceBlobWriter(persistent=persistent)
+        self._prepared: PreparedTrace | None = None
         self._spec: str | None = None
         self._constants: Mapping[str, Any] = {}
         self._declared: frozenset[str] = frozenset()
@@ -71,27 +78,53 @@ class TLCRecorder(TraceEmitter):
                 f"step {seq} ({action}) has vars {sorted(vars)}, but the header "
                 f"declared {sorted(self._declared)}"
             )
-        try:
-            self._blob.step(action, params, vars)
-        except TraceFormatError as exc:
-            self.refused = f"step {seq} ({action}): {exc}"
-            return
+        if self._persistent:
+            self._lines.append((action, params, vars))
+        else:
+            try:
+                self._blob.step(action, params, vars)
+            except TraceFormatError as exc:
+                self.refused = f"step {seq} ({action}): {exc}"
+                return
         if seq == 0:
             self._first_action = action
         else:
             self._later.add(action)
 
     def prepared(self) -> PreparedTrace | None:
-        """The run, ready for TLC; None when a value stopped the recording."""
+        """The run, ready for TLC; None when a value stopped the recording
+        (`refused` says why)."""
+        if self._prepared is not None:
+            return self._prepared
         if self.refused is not None or self._spec is None:
             return None
-        return PreparedTrace(
+        blob = self._pickled() if self._persistent else self._blob.blob()
+        if blob is None:
+            return None
+        self._prepared = PreparedTrace(
             spec=self._spec,
             constants=self._constants,
-            blob=self._blob.blob(),
-            steps=self._blob.steps,
+            blob=blob,
+            steps=self.steps_written,
             first_action=self._first_action,
             later_actions=frozenset(self._later),
             variables=self._declared,
             full_logs=True,
         )
+        return self._prepared
+
+    def _pickled(self) -> bytes | None:
+        """The kept lines as a pickled trace; or, for a value the pickle
+        does not carry, as `TraceBlobWriter` encodes them, which names a
+        value the modules cannot hold (then `refused` says which, and None)."""
+        try:
+            return pickled_trace(self._lines)
+        except Unpicklable:
+            pass
+        for seq, (action, params, vars) in enumerate(self._lines):
+            try:
+                self._blob.step(action, params, vars)
+            except TraceFormatError as exc:
+                self.refused = f"step {seq} ({action}): {exc}"
+                return None
+        return self._blob.blob()

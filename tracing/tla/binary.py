@@ -18,7 +18,9 @@ pair), `D` (the value that follows, which later `P` tags name by its number
 in order of appearance) and `P` (a u32 number). The file's value is the
 tuple `TraceLogs`, and each of its elements (one trace) numbers its `D`s
 from 0: a trace's bytes stand alone, so a campaign's workers encode their
-own traces and the batch file is their concatenation.
+own traces and the batch file is their concatenation. An element may also
+be a `K` (a u32 byte count and a pickle of the trace's lines), which a
+recorded run's trace is: `tracing.tla.pickled` says why and how.
 
 A trace is encoded either from a decoded trace file (`trace_blob`) or while
 the simulator runs (`TraceBlobWriter`, which takes the simulator's own
@@ -38,11 +40,12 @@ import pickle
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import is_, is_not, itemgetter
+from operator import is_not, itemgetter
 from typing import Any
 
 from tlasim.protocols.errors import TraceFormatError
 from tlasim.tracing.codec import Trace
+from tlasim.tracing.sharing import same_value
 from tlasim.tracing.tla.literal import is_field_name, to_tla
 from tlasim.tracing.values import MAX_DEPTH, FnMap, Record
 
@@ -57,7 +60,7 @@ __all__ = [
 ]
 
 MAGIC = b"TLSM"
-VERSION = 2
+VERSION = 3
 _INT32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
@@ -135,7 +138,7 @@ class TraceBlobWriter:
     is ever changed afterwards (the simulator's spec variables are such
     snapshots, see `Simulation.spec_vars`), so any container met again, the
     very object, is the same value and is named rather than written again,
-    and a variable whose value is exactly its last one (`_same_value`, even
+    and a variable whose value is exactly its last one (`same_value`, even
     when built afresh) costs a reference. Without it, and always for params,
     only containers that cannot change (tuples, frozensets, hashable
     mappings, holding only such) are named when met again.
@@ -221,7 +224,7 @@ class TraceBlobWriter:
     def _variables(self, vars: Mapping[str, Any]) -> None:
         """The line's variables, as a record. A variable whose value is the
         one the line before logged is named, not written. Under `persistent`
-        `_same_value` tells, comparing with that value itself. Otherwise
+        `same_value` tells, comparing with that value itself. Otherwise
         pickle's bytes tell (the caller may change the value itself later):
         they keep the types apart (TRUE from 1, a set from a tuple) that
         Python's == would merge, and equal bytes are an equal value, while
@@ -275,7 +278,7 @@ class TraceBlobWriter:
         under `persistent`. Each is named by the bytes in `_named` (its field
         and the reference to its value) while its value stays the same: the
         very object, found without a Python-level step per variable, or an
-        equal one built afresh (`_same_value`)."""
+        equal one built afresh (`same_value`)."""
         out = self._out
         out += b"R"
         out += _U32.pack(len(names))
@@ -286,7 +289,8 @@ class TraceBlobWriter:
             for index in itertools.compress(range(len(values)), map(is_not, previous, values)):
                 out += b"".join(named[start:index])
                 value = values[index]
-                if _same_value(previous[index], value):
+                was = previous[index]
+                if same_value(was, value):
                     out += named[index]
                 else:
                     field: Any = self._fields[names[index]]
@@ -512,54 +516,6 @@ class TraceBlobWriter:
         except _Refused as exc:
             exc.path.append(f".{fields[exc.index][4:].decode()}")
             raise
-
-
-def _same_value(old: Any, new: Any, depth: int = 0) -> bool:
-    """Whether `new` is exactly the value `old` is, in the same form: the
-    same types at every level, equal leaves, and each container's parts in
-    the same order. Stricter than `==`, which holds `1 == TRUE` and a dict
-    equal to a record of another type; an equal set that iterates in
-    another order is merely not the same here. Both are unchanged values
-    (see `TraceBlobWriter`), whose parts are mostly the very same objects."""
-    if old is new:
-        return True
-    t = type(new)
-    if type(old) is not t:
-        return False
-    if t is str or t is int:
-        return bool(old == new)
-    if t is bool or depth >= MAX_DEPTH:
-        return False
-    if t is dict:
-        # Python's == looks in C, and turns down most changed dicts (a bag
-        # whose counts moved) before a part is looked at in Python.
-        return (
-            len(old) == len(new)
-            and old == new
-            and _same_parts(old, new, depth + 1)
-            and _same_parts(old.values(), new.values(), depth + 1)
-        )
-    if t is tuple or t is list or t is frozenset or t is set:
-        return len(old) == len(new) and _same_parts(old, new, depth + 1)
-    if isinstance(new, Mapping):
-        # A record's == would run in Python, and the parts are looked at anyway.
-        return (
-            len(old) == len(new)
-            and _same_parts(old, new, depth + 1)
-            and _same_parts(
-                list(map(_SECOND, old.items())), list(map(_SECOND, new.items())), depth + 1
-            )
-        )
-    # Anything else is no TLA+ value: only the very same object is the same.
-    return False
-
-
-def _same_parts(old: Iterable[Any], new: Iterable[Any], depth: int) -> bool:
-    # Parts that are the very same objects: map(is_) finds them without a
-    # Python-level step per part.
-    if all(map(is_, old, new)):
-        return True
-    return all(a is b or _same_value(a, b, depth) for a, b in zip(old, new, strict=True))
 
 
 _UNKNOWN = object()

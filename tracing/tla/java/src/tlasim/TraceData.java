@@ -43,12 +43,14 @@ import util.UniqueString;
  *   'D' a value that later 'P' tags refer to (kept in order of appearance),
  *   'P' u32: the index of an earlier 'D' value.
  * The file's value is a tuple (the traces), and each of its elements numbers
- * its 'D' values from 0, so each trace's bytes stand alone.
+ * its 'D' values from 0, so each trace's bytes stand alone. An element may
+ * instead be 'K' (u32 length, then a pickle of the trace's lines: see
+ * PickledTrace), which only the tuple of traces holds.
  * Anything else is an error naming the offset, never a guess.
  */
 public final class TraceData {
     static final byte[] MAGIC = { 'T', 'L', 'S', 'M' };
-    static final int VERSION = 2;
+    static final int VERSION = 3;
     // Nesting the writer never exceeds (tracing.values.MAX_DEPTH, plus the
     // levels of the trace, line and record that hold a value).
     static final int MAX_DEPTH = 110;
@@ -166,7 +168,17 @@ public final class TraceData {
             final Value[] traces = new Value[count()];
             for (int i = 0; i < traces.length; i++) {
                 shared.clear();
-                traces[i] = value(1);
+                if (in.hasRemaining() && in.get(in.position()) == 'K') {
+                    in.get();
+                    final int n = count();
+                    if (in.remaining() < n) {
+                        throw error("unexpected end of file in a pickled trace");
+                    }
+                    traces[i] = PickledTrace.read(in.array(), in.position(), n);
+                    in.position(in.position() + n);
+                } else {
+                    traces[i] = value(1);
+                }
             }
             return new TupleValue(traces);
         }
