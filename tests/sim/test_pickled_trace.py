@@ -23,6 +23,7 @@ import pytest
 
 from tlasim.protocols.errors import TraceFormatError
 from tlasim.sim.run.runner import run_recorded
+from tlasim.tracing.emit.recorder import TLCRecorder
 from tlasim.tracing.tla import literal
 from tlasim.tracing.tla.binary import PreparedTrace, TraceBlobWriter
 from tlasim.tracing.tla.pickled import PICKLED_TAG, Unpicklable, pickled_trace
@@ -163,3 +164,16 @@ def test_the_java_reader_makes_records_of_the_keys_the_writer_makes_records_of()
     assert words == set(literal._RESERVED)
     ident = re.search(r'IDENT = Pattern.compile\("(.*?)"\)', source)
     assert ident is not None and ident.group(1) == literal._IDENT.pattern
+
+
+def test_a_recorded_run_keeps_the_params_a_step_had_when_the_core_changes_them_after() -> None:
+    recorder = TLCRecorder(persistent=True)
+    recorder.header(spec="S", constants={}, variables={"x": "Int"})
+    params: dict[str, Any] = {"n": 1, "seen": [1]}
+    recorder.step(ts=0, node=None, action="Init", params={}, vars={"x": 0})
+    recorder.step(ts=1, node=None, action="Step", params=params, vars={"x": 1})
+    params["n"] = 2
+    params["seen"].append(2)
+    prepared = recorder.prepared()
+    assert prepared is not None
+    assert _lines(prepared)[1] == ("Step", {"n": 1, "seen": [1]}, {"x": 1})

@@ -16,6 +16,7 @@ its log.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,6 +28,8 @@ from tlasim.tracing.tla.trace_module import WriteCheckMemo, check_writable
 from tlasim.tracing.values import freeze
 
 __all__ = ["TLCRecorder"]
+
+_PLAIN = frozenset({str, int, bool})
 
 
 class TLCRecorder(TraceEmitter):
@@ -79,6 +82,14 @@ class TLCRecorder(TraceEmitter):
                 f"declared {sorted(self._declared)}"
             )
         if self._persistent:
+            # The promise covers the spec variables (the kernel's snapshots),
+            # not a step's params, which a core may build and change again:
+            # kept until the run ends, they are copied. Mostly a few plain
+            # values, whose dict a shallow copy freezes.
+            if type(params) is dict and _PLAIN.issuperset(map(type, params.values())):
+                params = dict(params)
+            else:
+                params = copy.deepcopy(params)
             self._lines.append((action, params, vars))
         else:
             try:
