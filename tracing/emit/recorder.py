@@ -25,11 +25,11 @@ from tlasim.tracing.emit.emitter import TraceEmitter
 from tlasim.tracing.tla.binary import PreparedTrace, TraceBlobWriter
 from tlasim.tracing.tla.pickled import Unpicklable, pickled_trace
 from tlasim.tracing.tla.trace_module import WriteCheckMemo, check_writable
-from tlasim.tracing.values import freeze
+from tlasim.tracing.values import FnMap, Record, freeze
 
 __all__ = ["TLCRecorder"]
 
-_PLAIN = frozenset({str, int, bool})
+_FROZEN = frozenset({str, int, bool, Record, FnMap, frozenset})
 
 
 class TLCRecorder(TraceEmitter):
@@ -84,9 +84,10 @@ class TLCRecorder(TraceEmitter):
         if self._persistent:
             # The promise covers the spec variables (the kernel's snapshots),
             # not a step's params, which a core may build and change again:
-            # kept until the run ends, they are copied. Mostly a few plain
-            # values, whose dict a shallow copy freezes.
-            if type(params) is dict and _PLAIN.issuperset(map(type, params.values())):
+            # kept until the run ends, they are copied. Mostly a few values
+            # that cannot change (a Record's are frozen when it is built),
+            # whose dict a shallow copy freezes.
+            if type(params) is dict and _FROZEN.issuperset(map(type, params.values())):
                 params = dict(params)
             else:
                 params = copy.deepcopy(params)
