@@ -58,8 +58,6 @@ class _LinePickler(pickle.Pickler):
             return NotImplemented  # the class itself, as builtins.X
         if isinstance(obj, Record | FnMap):
             return dict, (dict(obj.items()),)
-        if isinstance(obj, bool):
-            raise Unpicklable("a bool subclass")  # there is none; never guessed at
         if isinstance(obj, str):
             return str, (str.__str__(obj),)
         if isinstance(obj, int):

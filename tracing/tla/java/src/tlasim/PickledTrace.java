@@ -209,11 +209,7 @@ final class PickledTrace {
      */
     private Value lineVars(final PyDict vars) throws Refused {
         final int n = vars.keys.size();
-        boolean fields = n > 0;
-        for (final Object k : vars.keys) {
-            fields = fields && isField(k);
-        }
-        if (!fields) {
+        if (n == 0 || !allFields(vars.keys)) {
             return value(vars);
         }
         final boolean sameNames = vars.keys.equals(lastNames);
@@ -246,6 +242,10 @@ final class PickledTrace {
     }
 
     // ---- the pickle machine ----
+
+    private Object top() {
+        return stack.get(stack.size() - 1);
+    }
 
     private Object pop() {
         return stack.remove(stack.size() - 1);
@@ -301,12 +301,12 @@ final class PickledTrace {
                 break;
             case 'a': {
                 final Object x = pop();
-                list(stack.get(stack.size() - 1)).items.add(x);
+                list(top()).items.add(x);
                 break;
             }
             case 'e': {
                 final Object[] items = popMark();
-                list(stack.get(stack.size() - 1)).items.addAll(Arrays.asList(items));
+                list(top()).items.addAll(Arrays.asList(items));
                 break;
             }
             case ')':
@@ -335,14 +335,14 @@ final class PickledTrace {
             case 's': {
                 final Object v = pop();
                 final Object k = pop();
-                final PyDict d = dict(stack.get(stack.size() - 1));
+                final PyDict d = dict(top());
                 d.keys.add(k);
                 d.values.add(v);
                 break;
             }
             case 'u': {
                 final Object[] items = popMark();
-                final PyDict d = dict(stack.get(stack.size() - 1));
+                final PyDict d = dict(top());
                 for (int i = 0; i + 1 < items.length; i += 2) {
                     d.keys.add(items[i]);
                     d.values.add(items[i + 1]);
@@ -353,7 +353,7 @@ final class PickledTrace {
                 stack.add(new PySet());
                 break;
             case 0x90: { // ADDITEMS
-                set(stack.get(stack.size() - 1)).items.addAll(Arrays.asList(popMark()));
+                set(top()).items.addAll(Arrays.asList(popMark()));
                 break;
             }
             case 0x91: { // FROZENSET
@@ -395,7 +395,7 @@ final class PickledTrace {
                 stack.add(BoolValue.ValFalse);
                 break;
             case 0x94: // MEMOIZE
-                memo.add(stack.get(stack.size() - 1));
+                memo.add(top());
                 break;
             case 'h':
                 stack.add(memo.get(in.get() & 0xff));
@@ -506,12 +506,8 @@ final class PickledTrace {
             // TLC equates <<>> with every function on the empty domain.
             return new TupleValue(new Value[0]);
         }
-        boolean fields = true;
-        for (final Object k : d.keys) {
-            fields = fields && isField(k);
-        }
         final Value[] vs = values(d.values);
-        if (fields) {
+        if (allFields(d.keys)) {
             final UniqueString[] names = new UniqueString[n];
             for (int i = 0; i < n; i++) {
                 names[i] = ((StringValue) d.keys.get(i)).getVal();
@@ -519,6 +515,16 @@ final class PickledTrace {
             return new RecordValue(names, vs, false).normalize();
         }
         return new FcnRcdValue(values(d.keys), vs, false).normalize();
+    }
+
+    /** Whether every key is a string that may be a record field. */
+    private boolean allFields(final List<Object> keys) {
+        for (final Object k : keys) {
+            if (!isField(k)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Whether the key k is a string that may be a record field. */
