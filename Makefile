@@ -21,7 +21,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# An editable install leaves tlasim's own modules uncompiled (pip compiles
+# what a wheel installs), and where PYTHONDONTWRITEBYTECODE is set nothing
+# ever writes their bytecode: every process then compiles them again as it
+# imports them, half of its import time (0.5 s against 0.27 s measured). So
+# each target that runs code brings the bytecode up to date first; only
+# changed files are compiled again.
+BYTECODE := $(BIN)/python -m compileall -q -j 0 sim protocols faults tracing specs bench >/dev/null
+
 demo: $(STAMP)
+	$(BYTECODE)
 	$(BIN)/tlasim campaign twopc --seeds 1:301
 	$(BIN)/tlasim campaign shardsplit --seeds 1:101
 	$(BIN)/tlasim campaign snapshot --seeds 1:101
@@ -34,9 +43,11 @@ demo: $(STAMP)
 PYTEST := TLASIM_BROWSER=required $(BIN)/python -m pytest -q -n auto --dist loadfile
 
 test: $(STAMP) $(CHROMIUM)
+	$(BYTECODE)
 	$(PYTEST)
 
 test-quick: $(STAMP) $(CHROMIUM)
+	$(BYTECODE)
 	$(PYTEST) -m "not slow"
 
 # mypy follows imports by path, not through the editable install's import
@@ -49,6 +60,7 @@ lint: $(STAMP)
 	MYPYPATH=build/typecheck $(BIN)/mypy
 
 bench: $(STAMP) $(CHROMIUM)
+	$(BYTECODE)
 	$(BIN)/python -m bench
 
 check-specs: $(STAMP)

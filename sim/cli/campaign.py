@@ -22,6 +22,7 @@ from rich.table import Table
 from tlasim.protocols import get_protocol
 from tlasim.protocols.errors import ConfigError
 from tlasim.sim import exitcodes
+from tlasim.sim.campaign.executors import start_local_workers_early
 from tlasim.sim.campaign.records import parse_validate_mode
 from tlasim.sim.campaign.results import Campaign, ResultsDB, ShrunkRun
 from tlasim.sim.campaign.shrinking import shrink_failure
@@ -184,6 +185,9 @@ def campaign(
     report_path: Path | None,
 ) -> None:
     """Sweep seeds of PROTOCOL under swarm faults; store, validate, shrink, report."""
+    if dask == "local":
+        # Its workers' imports run while this process checks the options.
+        start_local_workers_early()
     check_bug(protocol, bug)
     if report_path is not None and db_path is None:
         raise ConfigError("--report draws the results database: give --db too")

@@ -193,6 +193,28 @@ def test_dask_gives_the_same_outcomes_as_the_process_pool(tmp_path: Path) -> Non
     assert at_address == pool
 
 
+@pytest.mark.skipif(
+    "forkserver" not in __import__("multiprocessing").get_all_start_methods(),
+    reason="no fork server here: a LocalCluster spawns its workers",
+)
+def test_a_local_clusters_fork_server_has_tlasim_imported_before_its_first_worker() -> None:
+    # In a fresh interpreter, so no earlier test's fork server is the one asked.
+    probe = f"""
+import multiprocessing, sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+import forkserver_probe
+from tlasim.sim.campaign.executors import WORKER_PRELOAD, start_local_workers_early
+start_local_workers_early()
+assert "distributed" not in sys.modules  # this process has not paid for Dask yet
+with multiprocessing.get_context("forkserver").Pool(1) as pool:
+    print([pool.apply(forkserver_probe.imported, (m,)) for m in WORKER_PRELOAD])
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str([True] * len(executors.WORKER_PRELOAD))
+
+
 @pytest.fixture
 def garbage_server() -> Iterator[str]:
     """A TCP server that answers every connection with bytes that are not Dask's."""
