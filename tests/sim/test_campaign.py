@@ -215,6 +215,24 @@ with multiprocessing.get_context("forkserver").Pool(1) as pool:
     assert done.stdout.strip() == str([True] * len(executors.WORKER_PRELOAD))
 
 
+def _worker_settings() -> list[Any]:
+    import dask
+
+    return [dask.config.get(key) for key in executors.LOCAL_CLUSTER_SETTINGS]
+
+
+def test_a_campaigns_local_cluster_has_its_settings_and_leaves_the_users_alone() -> None:
+    import dask
+
+    before = _worker_settings()
+    with executors.DaskExecutor(None, 2) as executor:
+        on_workers = executor._client.run(_worker_settings)
+        assert _worker_settings() == before
+    assert list(on_workers.values()) == [list(executors.LOCAL_CLUSTER_SETTINGS.values())] * 2
+    assert before != list(executors.LOCAL_CLUSTER_SETTINGS.values())
+    assert dask.config.get("distributed.worker.profile.enabled") is True
+
+
 @pytest.fixture
 def garbage_server() -> Iterator[str]:
     """A TCP server that answers every connection with bytes that are not Dask's."""
