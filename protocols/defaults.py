@@ -48,6 +48,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from tlasim.protocols.base import Core
+from tlasim.protocols.coverage import Abstraction
 from tlasim.protocols.definition import Oracle, ProtocolDefinition, build_options
 from tlasim.protocols.errors import ConfigError, InternalError, ProtocolViolation
 from tlasim.protocols.gather import Gathered, gather
@@ -91,6 +92,8 @@ class ProtocolBase(ABC):
     MESSAGES: ClassVar[Schema | None] = None
     # The refinement mapping, declared (protocols.gather); or write spec_vars.
     SPEC_VARS: ClassVar[Mapping[str, Gathered]] = MappingProxyType({})
+    # What spec coverage tells apart of each variable (protocols.coverage).
+    COVERAGE_ABSTRACTION: ClassVar[Abstraction] = MappingProxyType({})
     _undeclared: str | None = None  # SPEC_VARS checked against the spec, once
     # The protocol's own spec folders: its module, trace template, configs and
     # manifest. When empty, a `specs` folder beside the definition module if

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Hashable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from tlasim.protocols.base import Core
+from tlasim.protocols.coverage import in_flight
 from tlasim.protocols.defaults import ProtocolBase
 from tlasim.protocols.derived import Derived, DerivedEach, per_node
 from tlasim.protocols.shardsplit import bugs
@@ -39,6 +41,8 @@ class ShardSplit(ProtocolBase):
     spec_module = "ShardSplitMsg"
     net_lose_action = "NetLose"
     net_duplicate_action = "NetDuplicate"
+    # Coverage counts which messages are in flight, not how many copies.
+    COVERAGE_ABSTRACTION = MappingProxyType({"msgs": in_flight})
     variable_types: Mapping[str, str] = {
         "routing": "[Keys -> Shards]",
         "splitPhase": f"[Parents -> {_PHASES}]",

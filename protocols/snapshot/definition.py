@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Hashable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from tlasim.protocols.base import Core
+from tlasim.protocols.coverage import in_flight
 from tlasim.protocols.defaults import ProtocolBase
 from tlasim.protocols.derived import Derived, DerivedEach, per_node
 from tlasim.protocols.snapshot import bugs
@@ -33,6 +35,8 @@ class SnapshotTransfer(ProtocolBase):
     spec_module = "SnapshotTransferMsg"
     net_lose_action = "NetLose"
     net_duplicate_action = "NetDuplicate"
+    # Coverage counts which messages are in flight, not how many copies.
+    COVERAGE_ABSTRACTION = MappingProxyType({"msgs": in_flight})
     variable_types: Mapping[str, str] = {
         "srcLog": f"Seq({_WRITE})",
         "srcSnap": "Int",

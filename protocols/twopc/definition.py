@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Hashable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from tlasim.protocols.base import Core
+from tlasim.protocols.coverage import in_flight
 from tlasim.protocols.defaults import ProtocolBase
 from tlasim.protocols.derived import Derived, DerivedEach, per_node
 from tlasim.protocols.twopc import bugs
@@ -23,6 +25,8 @@ class TwoPhaseCommit(ProtocolBase):
     spec_module = "TwoPhaseCommitMsg"
     net_lose_action = "NetLose"
     net_duplicate_action = "NetDuplicate"
+    # Coverage counts which messages are in flight, not how many copies.
+    COVERAGE_ABSTRACTION = MappingProxyType({"msgs": in_flight})
     # What search mode draws workloads from; each range shrinks toward its
     # first bound: two RMs, one transaction, every RM voting yes and none
     # aborting on its own.

@@ -26,6 +26,7 @@ from tlasim.faults.swarm import swarm_plan
 from tlasim.protocols.base import Receive, Send, SetTimer, Start, Timeout
 from tlasim.protocols.definition import ProtocolDefinition
 from tlasim.protocols.errors import ConfigError, InvariantViolation
+from tlasim.sim.coverage.run import RunCoverage
 from tlasim.sim.kernel.host import NodeHost
 from tlasim.sim.kernel.injector import FaultInjector
 from tlasim.sim.kernel.network import InFlight, Network
@@ -76,6 +77,7 @@ class RunResult:
     failing_step: int | None  # seq of the step after which the oracle failed
     plan: FaultPlan
     stats: RunStats = field(default_factory=RunStats)
+    coverage: RunCoverage | None = None  # what it reached of the spec, when measured
 
     @property
     def ok(self) -> bool:
@@ -202,6 +204,8 @@ class Simulation(StepMachine):
         self.stats.messages_delivered = self.network.delivered
         self.stats.messages_lost = self.network.lost
         self.stats.messages_duplicated = self.network.duplicated
+        if self.coverage is not None:
+            result.coverage = self.coverage.result()
         return result
 
     # ---- the step machine's hooks: simpy time, a network with latency ----

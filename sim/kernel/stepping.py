@@ -30,6 +30,7 @@ from tlasim.protocols.base import (
 )
 from tlasim.protocols.definition import Oracle, ProtocolDefinition, StepInfo
 from tlasim.protocols.errors import InternalError
+from tlasim.sim.coverage.run import CoverageRecorder
 from tlasim.sim.kernel.host import NodeHost
 from tlasim.tracing.emit.emitter import TraceEmitter
 
@@ -67,6 +68,8 @@ class StepMachine:
         self._changed: list[NodeHost] = list(self.hosts.values())
         # The timer whose expiry the next line's step answers, named on that line.
         self._timer: str | None = None
+        # Set by a runtime that measures spec coverage: it sees every step's state.
+        self.coverage: CoverageRecorder | None = None
 
     # ---- the hooks a runtime provides ----
 
@@ -137,6 +140,8 @@ class StepMachine:
                 ts=now, node=node, action=action, params=params, vars=spec_vars,
                 faults=faults, timer=timer,
             )
+        if self.coverage is not None:
+            self.coverage.step(node, action, spec_vars)
         self.last_vars = spec_vars
         self.oracle.check_step(spec_vars, StepInfo(now, node, action, params))
 

@@ -12,6 +12,7 @@ from typing import Any, BinaryIO
 from tlasim.protocols import get_protocol
 from tlasim.protocols.definition import ProtocolDefinition
 from tlasim.protocols.errors import InternalError
+from tlasim.sim.coverage.run import CoverageRecorder, abstraction_of
 from tlasim.sim.drift.revision import source_revision
 from tlasim.sim.kernel.options import SimOptions
 from tlasim.sim.kernel.simulation import RunResult, Simulation
@@ -41,10 +42,13 @@ def build_simulation(
     protocol_overrides: dict[str, Any] | None = None,
     options: SimOptions | None = None,
     emitter: TraceEmitter | None = None,
+    coverage: bool = False,
 ) -> Simulation:
+    """The simulation of one seed; with `coverage`, it measures the spec
+    coverage of its run (`RunResult.coverage`)."""
     definition = get_protocol(protocol) if isinstance(protocol, str) else protocol
     protocol_options = definition.make_options(protocol_overrides or {})
-    return Simulation(
+    sim = Simulation(
         definition,
         seed,
         protocol_options=protocol_options,
@@ -52,6 +56,9 @@ def build_simulation(
         bug=bug,
         emitter=emitter,
     )
+    if coverage:
+        sim.coverage = CoverageRecorder(abstraction_of(definition))
+    return sim
 
 
 def regenerate_command(sim: Simulation, trace_format: str) -> str:
@@ -105,6 +112,7 @@ def run_seed(
     trace_path: Path | None = None,
     keep_trace: bool = False,
     on_start: Callable[[dict[str, Any]], None] | None = None,
+    coverage: bool = False,
 ) -> SeedRun:
     """Run one seed. The trace goes to `trace_path`, to memory, or nowhere.
 
@@ -133,6 +141,7 @@ def run_seed(
             protocol_overrides=protocol_overrides,
             options=sim_options,
             emitter=emitter,
+            coverage=coverage,
         )
         if emitter is not None:
             write_header(sim, emitter)
@@ -156,6 +165,7 @@ def run_recorded(
     bug: str | None = None,
     protocol_overrides: dict[str, Any] | None = None,
     options: SimOptions | None = None,
+    coverage: bool = False,
 ) -> tuple[SeedRun, PreparedTrace | None, str | None]:
     """Run one seed recording its steps for TLC (`TLCRecorder`), with no log.
 
@@ -168,7 +178,7 @@ def run_recorded(
     recorder = TLCRecorder(persistent=True)
     sim = build_simulation(
         protocol, seed, bug=bug, protocol_overrides=protocol_overrides, options=options,
-        emitter=recorder,
+        emitter=recorder, coverage=coverage,
     )
     write_header(sim, recorder)
     result = sim.run()
