@@ -124,9 +124,6 @@ class ValueHasher:
         """The hash of one item of a function; a function's is their sum."""
         return mix((self(key) * _PAIR + self(value)) & _MASK)
 
-    def forget(self) -> None:
-        self._known.clear()
-
 
 def _sequence(hasher: ValueHasher, value: Any) -> int:
     h = _SEQ

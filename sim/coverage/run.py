@@ -19,10 +19,10 @@ from itertools import compress
 from operator import is_not, mul
 from typing import Any
 
-from tlasim.protocols.coverage import DROP, Abstraction, in_flight
+from tlasim.protocols.coverage import DROP, Abstraction
 from tlasim.sim.coverage.hashing import ValueHasher, function_hash, mix
 
-__all__ = ["DROP", "Abstraction", "CoverageRecorder", "RunCoverage", "abstraction_of", "in_flight"]
+__all__ = ["CoverageRecorder", "RunCoverage", "abstraction_of"]
 
 _MASK = (1 << 64) - 1
 
@@ -66,7 +66,8 @@ class CoverageRecorder:
         self._pairs: set[tuple[str, str, str]] = set()
 
     def _start(self, spec_vars: Mapping[str, Any]) -> None:
-        kept = [n for n in sorted(spec_vars) if self._abstraction.get(n, _whole) is not DROP]
+        kept = [n for n in sorted(spec_vars)
+                if n not in self._abstraction or self._abstraction[n] is not DROP]
         self._names = tuple(kept)
         self._views = tuple(self._abstraction.get(n) for n in kept)
         # A state's hash weighs each variable's by a constant of its own, so
@@ -123,7 +124,3 @@ class CoverageRecorder:
     def result(self) -> RunCoverage:
         return RunCoverage(frozenset(self._states), frozenset(self._actions),
                            frozenset(self._pairs))
-
-
-def _whole(value: Any) -> Any:
-    return value
