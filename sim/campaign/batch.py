@@ -30,6 +30,7 @@ from tlasim.protocols.errors import InternalError
 from tlasim.sim.campaign import worker_tlc
 from tlasim.sim.campaign.records import parse_validate_mode
 from tlasim.sim.campaign.results import SeedOutcome
+from tlasim.sim.coverage.run import RunCoverage
 from tlasim.sim.kernel.options import SimOptions
 from tlasim.sim.kernel.simulation import OUTCOME_OK
 from tlasim.sim.run.runner import SeedRun, replay_traced, run_recorded, run_seed
@@ -67,9 +68,11 @@ def run_batch(
     options: SimOptions | None = None,
     protocol_overrides: Mapping[str, Any] | None = None,
     tlc: worker_tlc.TLCPlan | None = None,
+    coverage: bool = True,
 ) -> BatchRun:
     """Run a batch of seeds and judge each; `tlc` says how this worker runs
-    its TLC for the runs `validate` samples (a default plan when None)."""
+    its TLC for the runs `validate` samples (a default plan when None).
+    With `coverage`, each outcome carries its run's spec coverage."""
     started = time.perf_counter()
     mode = parse_validate_mode(validate)
     suffix = (options or SimOptions()).trace_format
@@ -78,6 +81,7 @@ def run_batch(
     if any(map(mode.samples, seeds)):
         session = worker_tlc.session(tlc or worker_tlc.TLCPlan("", None, long_run=False))
     runs: dict[int, SeedRun] = {}
+    reached: dict[int, RunCoverage | None] = {}  # measured by the first run: a replay is the same
     submitted: set[int] = set()
     from_logs: set[int] = set()  # seeds whose verdict the validator gives, from a log
     with tempfile.TemporaryDirectory(prefix="tlasim-batch-") as scratch:
@@ -93,11 +97,13 @@ def run_batch(
             with _collector_paused():
                 if recorded:
                     run, ready, _refused = run_recorded(
-                        protocol, seed, bug=bug, options=options, protocol_overrides=overrides
+                        protocol, seed, bug=bug, options=options, protocol_overrides=overrides,
+                        coverage=coverage,
                     )
                 else:
                     run = run_seed(protocol, seed, bug=bug, options=options,
-                                   protocol_overrides=overrides)
+                                   protocol_overrides=overrides, coverage=coverage)
+            reached[seed] = run.result.coverage
             failed = run.result.outcome != OUTCOME_OK
             if failed and (mode.checks_failures or trace_dir is not None):
                 run = replay_traced(
@@ -173,6 +179,7 @@ def run_batch(
                     rejection=rejection,
                     tlc_seconds=tlc_seconds,
                     trace_path=kept,
+                    coverage=reached[seed],
                 )
             )
     resident = worker_tlc.resident_bytes() if session is not None else 0

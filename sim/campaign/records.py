@@ -11,13 +11,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import struct
 from dataclasses import dataclass
 from typing import Any
 
 from tlasim.protocols.errors import ConfigError
+from tlasim.sim.coverage.run import RunCoverage
 from tlasim.sim.kernel.simulation import OUTCOME_LIVENESS, OUTCOME_OK, OUTCOME_SAFETY
 
-SCHEMA_VERSION = 2  # the `user_version` of a results database this tlasim writes
+SCHEMA_VERSION = 3  # the `user_version` of a results database this tlasim writes
 SEED_MAX = 2**63 - 1  # SQLite's largest INTEGER: a seed the database can hold
 
 # Split on semicolons when created, so none may appear inside a statement or comment.
@@ -63,6 +65,23 @@ CREATE INDEX runs_failures ON runs (campaign, seed)
     WHERE outcome != 'ok' OR validation = 'rejected';
 """
 
+# A run's spec coverage (sim/coverage), written in the transaction of its
+# run. A table apart from runs, whose rows stay small, as failures are found
+# by scanning them.
+COVERAGE_TABLE = """
+CREATE TABLE coverage (
+    campaign INTEGER NOT NULL,
+    seed INTEGER NOT NULL,
+    states BLOB NOT NULL,        -- the abstract spec states' 64-bit hashes, sorted, big-endian
+    actions TEXT NOT NULL,       -- JSON: the actions it took, sorted
+    pairs TEXT NOT NULL,         -- JSON: [node, action, that node's next action], sorted
+    seal TEXT NOT NULL,          -- hash of the row's values
+    PRIMARY KEY (campaign, seed),
+    FOREIGN KEY (campaign, seed) REFERENCES runs (campaign, seed)
+)
+"""
+SCHEMA += ";" + COVERAGE_TABLE
+
 # Schema 1 lacked these; ALTER TABLE adds them when a writer opens such a file.
 UPGRADE_1_TO_2 = (
     "ALTER TABLE campaigns ADD COLUMN seal TEXT",
@@ -71,6 +90,8 @@ UPGRADE_1_TO_2 = (
     "ALTER TABLE runs ADD COLUMN shrunk_failure TEXT",
     "ALTER TABLE runs ADD COLUMN seal TEXT",
 )
+# Schema 2 lacked the coverage table: the runs it holds have no coverage.
+UPGRADE_2_TO_3 = (COVERAGE_TABLE,)
 
 RUN_COLUMNS = (
     "seed", "outcome", "failure", "steps", "last_tick", "crashes", "messages_lost",
@@ -131,7 +152,7 @@ def parse_validate_mode(text: str) -> ValidateMode:
 
 # What each column may hold: a type (None allowed when the type is in a
 # tuple with NoneType) and, for some, the only values allowed.
-_TEXT, _INT, _REAL = "text", "an integer", "a number"
+_TEXT, _INT, _REAL, _HASHES = "text", "an integer", "a number", "hashes"
 _COLUMN_KINDS: dict[str, tuple[str, bool, tuple[str, ...] | None]] = {
     # column: (kind, may be NULL, allowed values)
     "id": (_INT, False, None),
@@ -161,6 +182,9 @@ _COLUMN_KINDS: dict[str, tuple[str, bool, tuple[str, ...] | None]] = {
     "shrunk_outcome": (_TEXT, True, OUTCOMES),
     "shrunk_failure": (_TEXT, True, None),
     "seal": (_TEXT, True, None),
+    "states": (_HASHES, False, None),
+    "actions": (_TEXT, False, None),
+    "pairs": (_TEXT, False, None),
 }
 
 
@@ -181,6 +205,7 @@ class SeedOutcome:
     rejection: str | None  # TLC's summary of the first unexplained step, when rejected
     tlc_seconds: float
     trace_path: str | None  # kept for failures and rejections
+    coverage: RunCoverage | None = None  # what its run reached of the spec, when measured
 
     @property
     def failed(self) -> bool:
@@ -251,6 +276,7 @@ def parse_failure_id(text: str) -> tuple[int | None, int]:
 # Every column of a row as read to check it: the seal covers all but itself.
 CAMPAIGN_ROW = (*CAMPAIGN_COLUMNS, "seal")
 RUN_ROW = ("campaign", *RUN_COLUMNS, "finished", *SHRUNK_COLUMNS, "seal")
+COVERAGE_ROW = ("campaign", "seed", "states", "actions", "pairs", "seal")
 
 
 def field_of(column: str) -> str:
@@ -281,6 +307,8 @@ def column_problem(column: str, value: Any) -> str | None:
         return None
     if kind == _TEXT:
         fits = isinstance(value, str)
+    elif kind == _HASHES:
+        fits = isinstance(value, bytes) and len(value) % 8 == 0
     elif kind == _INT:
         fits = isinstance(value, int) and value >= 0
     else:
@@ -293,7 +321,8 @@ def column_problem(column: str, value: Any) -> str | None:
         return None
     if fits and (allowed is None or value in allowed):
         return None
-    expected = {_TEXT: "text", _INT: "an integer >= 0", _REAL: "a finite number >= 0"}[kind]
+    expected = {_TEXT: "text", _INT: "an integer >= 0", _REAL: "a finite number >= 0",
+                _HASHES: "a blob of 8-byte hashes"}[kind]
     if allowed is not None:
         expected = "one of " + ", ".join(allowed)
     return expected + (" or NULL" if nullable else "")
@@ -301,8 +330,48 @@ def column_problem(column: str, value: Any) -> str | None:
 
 def seal_of(table: str, values: dict[str, Any]) -> str:
     """A hash of a row's values (all but the seal), in column order."""
-    text = json.dumps([table, list(values.items())], separators=(",", ":"))
+    text = json.dumps([table, list(values.items())], separators=(",", ":"),
+                      default=_blob_as_hex)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _blob_as_hex(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.hex()
+    raise TypeError(f"a row holds {type(value).__name__}, which no column stores")
+
+
+def coverage_columns(coverage: RunCoverage) -> dict[str, Any]:
+    """A run's coverage as the coverage table's columns hold it: sorted, so
+    one run gives one row, byte for byte."""
+    states = sorted(coverage.states)
+    return {
+        "states": struct.pack(f">{len(states)}Q", *states),
+        "actions": json.dumps(sorted(coverage.actions), separators=(",", ":")),
+        "pairs": json.dumps(sorted(coverage.pairs), separators=(",", ":")),
+    }
+
+
+def coverage_from_columns(values: dict[str, Any]) -> RunCoverage | None:
+    """The inverse of `coverage_columns`; None when a column does not hold
+    what that one writes (the row was changed)."""
+    blob = values["states"]
+    try:
+        actions = json.loads(values["actions"])
+        pairs = json.loads(values["pairs"])
+    except ValueError:
+        return None
+    if not (isinstance(actions, list) and all(isinstance(a, str) for a in actions)):
+        return None
+    if not (isinstance(pairs, list) and all(
+            isinstance(p, list) and len(p) == 3 and all(isinstance(x, str) for x in p)
+            for p in pairs)):
+        return None
+    return RunCoverage(
+        frozenset(struct.unpack(f">{len(blob) // 8}Q", blob)),
+        frozenset(actions),
+        frozenset((p[0], p[1], p[2]) for p in pairs),
+    )
 
 
 def shown(value: Any, limit: int = 60) -> str:

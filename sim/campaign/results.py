@@ -44,6 +44,7 @@ say which run to replay without looking anything up.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -54,8 +55,10 @@ from types import TracebackType
 from typing import Any
 
 from tlasim.protocols.errors import ConfigError, InternalError
+from tlasim.sim.coverage.run import RunCoverage
 from tlasim.sim.campaign.records import (
     CAMPAIGN_ROW,
+    COVERAGE_ROW,
     FAILED,
     RUN_COLUMNS,
     RUN_ROW,
@@ -64,6 +67,7 @@ from tlasim.sim.campaign.records import (
     SEED_MAX,
     SHRUNK_COLUMNS,
     UPGRADE_1_TO_2,
+    UPGRADE_2_TO_3,
     VALIDATE_MODES,
     Campaign,
     RunRecord,
@@ -71,6 +75,8 @@ from tlasim.sim.campaign.records import (
     ShrunkRun,
     campaign_of,
     column_problem,
+    coverage_columns,
+    coverage_from_columns,
     field_of,
     format_failure_id,
     is_real,
@@ -140,7 +146,7 @@ class ResultsDB:
                     self._conn.execute("PRAGMA foreign_keys=ON")
                 self._columns = {
                     table: {row[1] for row in self._conn.execute(f"PRAGMA table_info({table})")}
-                    for table in ("campaigns", "runs")
+                    for table in ("campaigns", "runs", "coverage")
                 }
         except BaseException:
             self._conn.close()
@@ -203,10 +209,12 @@ class ResultsDB:
             self._upgrade()
 
     def _upgrade(self) -> None:
-        """Bring a schema 1 file to schema 2: add the seal and shrunk-plan columns."""
+        """Bring an older file to this schema: schema 2 added the seal and
+        shrunk-plan columns, schema 3 the coverage table."""
         with self._transaction():
-            if self._identity()[1] == 1:
-                for statement in UPGRADE_1_TO_2:
+            version = self._identity()[1]
+            if version < SCHEMA_VERSION:
+                for statement in (*(UPGRADE_1_TO_2 if version == 1 else ()), *UPGRADE_2_TO_3):
                     self._conn.execute(statement)
                 self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -419,11 +427,20 @@ class ResultsDB:
             values["finished"] = finished
             values.update(dict.fromkeys(SHRUNK_COLUMNS))
             rows.append((*values.values(), seal_of("runs", values)))
-        placeholders = ", ".join("?" * len(RUN_ROW))
+        coverage_rows = []
+        for o in outcomes:
+            if o.coverage is not None:
+                values = {"campaign": campaign_id, "seed": o.seed, **coverage_columns(o.coverage)}
+                coverage_rows.append((*values.values(), seal_of("coverage", values)))
         try:
             with self._guard(), self._transaction():
                 self._conn.executemany(
-                    f"INSERT INTO runs ({', '.join(RUN_ROW)}) VALUES ({placeholders})", rows
+                    f"INSERT INTO runs ({', '.join(RUN_ROW)})"
+                    f" VALUES ({', '.join('?' * len(RUN_ROW))})", rows
+                )
+                self._conn.executemany(
+                    f"INSERT INTO coverage ({', '.join(COVERAGE_ROW)})"
+                    f" VALUES ({', '.join('?' * len(COVERAGE_ROW))})", coverage_rows
                 )
         except sqlite3.IntegrityError as exc:
             seeds = ", ".join(str(o.seed) for o in outcomes)
@@ -464,14 +481,38 @@ class ResultsDB:
         return {row[0] for row in rows}
 
     def outcomes(self, campaign_id: int) -> list[SeedOutcome]:
-        """Every recorded seed of a campaign, in seed order."""
+        """Every recorded seed of a campaign, in seed order, each with its
+        run's coverage when it was measured."""
         with self._guard():
             rows = self._conn.execute(
                 f"SELECT {self._select('r', 'runs', RUN_ROW)} FROM runs AS r"
                 " WHERE r.campaign = ? ORDER BY r.seed",
                 (campaign_id,),
             ).fetchall()
-        return [self._run_of(row)[0] for row in rows]
+        outcomes = [self._run_of(row)[0] for row in rows]
+        coverage = self.coverage(campaign_id)
+        return [o if o.seed not in coverage else dataclasses.replace(o, coverage=coverage[o.seed])
+                for o in outcomes]
+
+    def coverage(self, campaign_id: int) -> dict[int, RunCoverage]:
+        """The coverage of each of a campaign's runs that measured it, by seed."""
+        if not self._columns["coverage"]:
+            return {}  # a file of schema 2 or older, opened read-only
+        with self._guard():
+            rows = self._conn.execute(
+                f"SELECT {', '.join(COVERAGE_ROW)} FROM coverage WHERE campaign = ?",
+                (campaign_id,),
+            ).fetchall()
+        found = {}
+        for row in rows:
+            key = f"campaign {shown(row[0])} seed {shown(row[1])}"
+            values, _sealed = self._decoded("coverage", COVERAGE_ROW, row, key)
+            coverage = coverage_from_columns(values)
+            if coverage is None:
+                raise self._changed("coverage", key, "its actions or pairs are not the JSON "
+                                    "lists tlasim writes")
+            found[values["seed"]] = coverage
+        return found
 
     def failures(self, campaign_id: int | None = None) -> list[RunRecord]:
         """Failed or rejected runs, of one campaign or of all, by campaign and seed."""

@@ -232,6 +232,7 @@ def run_campaign(
     on_open: Callable[[Campaign, str | None], None] | None = None,
     on_simulated: Callable[[list[SeedOutcome]], None] | None = None,
     on_tlc: Callable[[str, int], None] | None = None,
+    coverage: bool = True,
 ) -> list[SeedOutcome]:
     """Run every seed of `seeds` not yet recorded; return all of them, in seed order.
 
@@ -257,6 +258,9 @@ def run_campaign(
     `dask` runs batches on the Dask scheduler at that address, or on a new
     LocalCluster of `workers` processes when True; otherwise `workers`
     processes run them (one: this process).
+
+    `coverage` measures each run's spec coverage (`SeedOutcome.coverage`),
+    stored with its run.
     """
     mode = parse_validate_mode(validate)
     if workers < 1:
@@ -300,7 +304,7 @@ def run_campaign(
             )
         work = partial(
             run_batch, protocol, bug=bug, validate=validate, trace_dir=trace_dir, options=options,
-            protocol_overrides=protocol_overrides, tlc=tlc,
+            protocol_overrides=protocol_overrides, tlc=tlc, coverage=coverage,
         )
         try:
             with make_executor(workers, dask) as executor:
