@@ -55,7 +55,6 @@ from types import TracebackType
 from typing import Any
 
 from tlasim.protocols.errors import ConfigError, InternalError
-from tlasim.sim.coverage.run import RunCoverage
 from tlasim.sim.campaign.records import (
     CAMPAIGN_ROW,
     COVERAGE_ROW,
@@ -84,6 +83,7 @@ from tlasim.sim.campaign.records import (
     seal_of,
     shown,
 )
+from tlasim.sim.coverage.run import RunCoverage
 from tlasim.tracing.inputs import check_regular_file, open_regular_file
 
 __all__ = [

@@ -86,6 +86,20 @@ def _summary_table(protocol: str, bug: str | None, outcomes: list[SeedOutcome]) 
     return table
 
 
+def _print_coverage(protocol: str, outcomes: list[SeedOutcome]) -> None:
+    """The campaign's spec coverage, and the actions no run took (holes in
+    the fault model or the workload)."""
+    from tlasim.sim.coverage.campaign import campaign_coverage
+
+    united = campaign_coverage(get_protocol(protocol).trace_actions,
+                               ((o.seed, o.coverage) for o in outcomes))
+    if not united.runs:
+        return
+    out.print(united.line(len(outcomes)), markup=False)
+    if united.unreached:
+        out.print(f"never reached: {', '.join(united.unreached)}", markup=False)
+
+
 def _report_failures(
     protocol: str,
     bug: str | None,
@@ -295,6 +309,7 @@ def campaign(
             f"{sizes[-1] / 2**20:,.0f} MB (least {sizes[0] / 2**20:,.0f} MB)",
             markup=False,
         )
+    _print_coverage(protocol, outcomes)
     failed = [o for o in outcomes if o.failed]
     _report_failures(
         protocol, bug, failed, overrides=overrides, shrink_count=shrink_count,

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from bench.browser import CHROMIUM, chromium_page
+from tlasim.faults.plan import FaultPlan
+from tlasim.sim.kernel.options import SimOptions
 from tlasim.sim.run.runner import run_seed
 from tlasim.sim.view.html import run_page, write_page
 from tlasim.sim.view.model import RunView, build_run_view, mark_tlc
@@ -104,3 +106,43 @@ def test_a_value_holding_a_closing_script_tag_stays_text(tmp_path: Path) -> None
         page.locator("#step-1 rect.row-hit").click()
         assert hostile in page.inner_text("#step-title")
         assert page.title() != "pwned" and page.errors == []
+
+
+def test_a_databases_report_draws_each_campaigns_coverage_growth_and_its_unreached_actions(
+    tmp_path: Path,
+) -> None:
+    from tlasim.sim.campaign.sweep import run_campaign
+    from tlasim.sim.coverage.campaign import campaign_coverage
+    from tlasim.sim.view.campaign import database_page, summarize
+
+    db = tmp_path / "r.db"
+    ran = run_campaign("twopc", range(0, 12), validate="none", db=db)
+    # A second campaign under a plan without faults: its crash, recovery
+    # and loss actions are never reached, and the report must name them.
+    calm = run_campaign("twopc", range(0, 5), validate="none", db=db,
+                        options=SimOptions(faults=FaultPlan()))
+    page_path = tmp_path / "r.html"
+    write_page(page_path, database_page(summarize(db)))
+    with chromium_page() as page:
+        page.goto(page_path.as_uri())
+        sections = page.locator("div.coverage")
+        assert sections.count() == 2
+        for i, outcomes in enumerate((ran, calm)):
+            united = campaign_coverage(frozenset(), ((o.seed, o.coverage) for o in outcomes))
+            plot = sections.nth(i).locator("svg.growth")
+            assert plot.get_attribute("data-runs") == str(len(outcomes))
+            assert plot.get_attribute("data-states") == str(united.growth[-1])
+            points = plot.locator("polyline.curve").get_attribute("points").split()
+            assert len(points) == len(outcomes)
+            heights = [float(p.split(",")[1]) for p in points]
+            assert heights == sorted(heights, reverse=True)  # SVG's y grows downwards
+            box = plot.bounding_box()
+            assert box is not None and box["width"] > 100 and box["height"] > 50
+        items = sections.nth(1).locator("ul.unreached li").all_inner_texts()
+        unreached = [t.strip() for t in items]
+        assert {"RMCrash", "RMRecover", "TMCrash", "NetLose"} <= set(unreached)
+        reached = set().union(*(o.coverage.actions for o in calm))
+        assert not reached & set(unreached)
+        assert "spec coverage:" in sections.nth(0).locator("p.coverage-line").inner_text()
+        page.screenshot(path=str(tmp_path / "coverage.png"), full_page=True)
+        assert not page.errors
