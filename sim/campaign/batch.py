@@ -13,6 +13,7 @@ campaign's process only records them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import json
 import os
@@ -69,14 +70,29 @@ def run_batch(
     protocol_overrides: Mapping[str, Any] | None = None,
     tlc: worker_tlc.TLCPlan | None = None,
     coverage: bool = True,
+    inputs: Mapping[int, tuple[int, str]] | None = None,
 ) -> BatchRun:
     """Run a batch of seeds and judge each; `tlc` says how this worker runs
     its TLC for the runs `validate` samples (a default plan when None).
-    With `coverage`, each outcome carries its run's spec coverage."""
+    With `coverage`, each outcome carries its run's spec coverage.
+
+    `inputs` gives a seed of the batch another input, as a guided campaign
+    chooses it (sim/campaign/guide.py): (the seed its run is run with, the
+    fault plan as JSON). A seed it does not name runs as itself.
+    """
     started = time.perf_counter()
     mode = parse_validate_mode(validate)
     suffix = (options or SimOptions()).trace_format
     overrides = dict(protocol_overrides or {})
+    chosen = dict(inputs or {})
+
+    def input_of(seed: int) -> tuple[int, SimOptions | None]:
+        """The seed a slot's run is run with, and its options."""
+        if seed not in chosen:
+            return seed, options
+        run_as, plan = chosen[seed]
+        return run_as, dataclasses.replace(options or SimOptions(),
+                                           faults=FaultPlan.from_json(plan))
     session = None
     if any(map(mode.samples, seeds)):
         session = worker_tlc.session(tlc or worker_tlc.TLCPlan("", None, long_run=False))
@@ -94,20 +110,21 @@ def run_batch(
         for seed in seeds:
             recorded = session is not None and mode.samples(seed)
             ready = None
+            run_as, run_options = input_of(seed)
             with _collector_paused():
                 if recorded:
                     run, ready, _refused = run_recorded(
-                        protocol, seed, bug=bug, options=options, protocol_overrides=overrides,
-                        coverage=coverage,
+                        protocol, run_as, bug=bug, options=run_options,
+                        protocol_overrides=overrides, coverage=coverage,
                     )
                 else:
-                    run = run_seed(protocol, seed, bug=bug, options=options,
+                    run = run_seed(protocol, run_as, bug=bug, options=run_options,
                                    protocol_overrides=overrides, coverage=coverage)
             reached[seed] = run.result.coverage
             failed = run.result.outcome != OUTCOME_OK
             if failed and (mode.checks_failures or trace_dir is not None):
                 run = replay_traced(
-                    protocol, seed, run.result, log_path(seed), bug=bug, options=options,
+                    protocol, run_as, run.result, log_path(seed), bug=bug, options=run_options,
                     protocol_overrides=overrides,
                 )
                 if mode.checks_failures:
@@ -130,7 +147,8 @@ def run_batch(
         for seed in sorted(from_logs - {s for s in runs if log_path(s).exists()}):
             # One traced run: the recorded outcome is what the replay must match.
             first = runs[seed].result
-            again = run_seed(protocol, seed, bug=bug, options=options,
+            run_as, run_options = input_of(seed)
+            again = run_seed(protocol, run_as, bug=bug, options=run_options,
                              protocol_overrides=overrides, trace_path=log_path(seed)).result
             if (again.outcome, again.failure) != (first.outcome, first.failure):
                 raise InternalError(
@@ -180,6 +198,7 @@ def run_batch(
                     tlc_seconds=tlc_seconds,
                     trace_path=kept,
                     coverage=reached[seed],
+                    run_seed=chosen[seed][0] if seed in chosen else None,
                 )
             )
     resident = worker_tlc.resident_bytes() if session is not None else 0

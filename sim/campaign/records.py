@@ -54,6 +54,7 @@ CREATE TABLE runs (
     rejection TEXT,              -- TLC's summary, when rejected
     tlc_seconds REAL NOT NULL,
     trace_path TEXT,             -- where the trace was kept, if it was
+    run_seed INTEGER,            -- a guided run's own seed, run under plan (NULL: seed, as itself)
     finished TEXT NOT NULL,      -- ISO 8601, UTC, when the parent recorded it
     shrunk_plan TEXT,            -- JSON of the shrunk fault plan, once the failure is shrunk
     shrunk_outcome TEXT,         -- the outcome under the shrunk plan
@@ -90,12 +91,17 @@ UPGRADE_1_TO_2 = (
     "ALTER TABLE runs ADD COLUMN shrunk_failure TEXT",
     "ALTER TABLE runs ADD COLUMN seal TEXT",
 )
-# Schema 2 lacked the coverage table: the runs it holds have no coverage.
-UPGRADE_2_TO_3 = (COVERAGE_TABLE,)
+# Schema 2 lacked the coverage table and guided runs: the runs it holds
+# have no coverage, and each ran as its own seed.
+UPGRADE_2_TO_3 = (COVERAGE_TABLE, "ALTER TABLE runs ADD COLUMN run_seed INTEGER")
+# Columns a later schema added: a row without a value in them is sealed as
+# it was before they existed, so older rows keep their seals.
+LATER_COLUMNS = ("run_seed",)
 
 RUN_COLUMNS = (
     "seed", "outcome", "failure", "steps", "last_tick", "crashes", "messages_lost",
     "messages_duplicated", "plan", "validation", "rejection", "tlc_seconds", "trace_path",
+    "run_seed",
 )
 SHRUNK_COLUMNS = ("shrunk_plan", "shrunk_outcome", "shrunk_failure")
 CAMPAIGN_COLUMNS = ("id", "protocol", "bug", "seed_start", "seed_stop", "options", "validate",
@@ -177,6 +183,7 @@ _COLUMN_KINDS: dict[str, tuple[str, bool, tuple[str, ...] | None]] = {
     "rejection": (_TEXT, True, None),
     "tlc_seconds": (_REAL, False, None),
     "trace_path": (_TEXT, True, None),
+    "run_seed": (_INT, True, None),
     "finished": (_TEXT, False, None),
     "shrunk_plan": (_TEXT, True, None),
     "shrunk_outcome": (_TEXT, True, OUTCOMES),
@@ -206,6 +213,10 @@ class SeedOutcome:
     tlc_seconds: float
     trace_path: str | None  # kept for failures and rejections
     coverage: RunCoverage | None = None  # what its run reached of the spec, when measured
+    # A guided campaign's run (sim/campaign/guide.py) is run with this seed
+    # under its recorded plan, given explicitly; None: the seed itself, under
+    # the campaign's faults.
+    run_seed: int | None = None
 
     @property
     def failed(self) -> bool:
@@ -330,7 +341,9 @@ def column_problem(column: str, value: Any) -> str | None:
 
 def seal_of(table: str, values: dict[str, Any]) -> str:
     """A hash of a row's values (all but the seal), in column order."""
-    text = json.dumps([table, list(values.items())], separators=(",", ":"),
+    items = [(column, value) for column, value in values.items()
+             if not (value is None and column in LATER_COLUMNS)]
+    text = json.dumps([table, items], separators=(",", ":"),
                       default=_blob_as_hex)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 

@@ -26,6 +26,7 @@ from tlasim.protocols.checked import load_json
 from tlasim.protocols.errors import ConfigError
 from tlasim.sim.campaign.batch import BatchRun, plan_json, run_batch
 from tlasim.sim.campaign.executors import IN_FLIGHT_PER_WORKER, make_executor
+from tlasim.sim.campaign.guide import Guide, check_guide
 from tlasim.sim.campaign.records import parse_validate_mode
 from tlasim.sim.campaign.results import SEED_MAX, VALIDATE_MODES, Campaign, ResultsDB, SeedOutcome
 from tlasim.sim.campaign.sizing import BatchSizer
@@ -71,6 +72,7 @@ def options_json(
     protocol_overrides: Mapping[str, Any] | None = None,
     source_revision: str | None = None,
     protocol_reference: str | None = None,
+    guide: tuple[str, int] | None = None,
 ) -> str:
     """The run options as canonical JSON: part of a campaign's identity in the database.
 
@@ -89,16 +91,21 @@ def options_json(
     if protocol_reference is not None:
         # A user's protocol: how `repro` and `failures` load it again.
         data["protocol_reference"] = protocol_reference
+    if guide is not None:
+        # A guided campaign's runs differ from a plain one's: another campaign.
+        data["guide"] = {"mode": guide[0], "seed": guide[1]}
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
 def campaign_options_json(
-    protocol: str, options: SimOptions | None, protocol_overrides: Mapping[str, Any] | None
+    protocol: str, options: SimOptions | None, protocol_overrides: Mapping[str, Any] | None,
+    guide: tuple[str, int] | None = None,
 ) -> str:
     """`options_json` with the protocol's current source revision: a campaign's key."""
     definition = get_protocol(protocol)
     revision = source_revision(tuple(definition.source_files), definition.source_root)
-    return options_json(options, protocol_overrides, revision, reference(definition.name))
+    return options_json(options, protocol_overrides, revision, reference(definition.name),
+                        guide)
 
 
 def recall_protocol(protocol: str, options_text: str) -> str:
@@ -143,6 +150,7 @@ def stored_run_options(text: str) -> tuple[SimOptions, dict[str, Any]]:
     try:
         data.pop("source_revision", None)
         data.pop("protocol_reference", None)
+        data.pop("guide", None)
         overrides = dict(data.pop("protocol_options", {}))
         plan = data.pop("faults")
         network = NetworkOptions(**data.pop("network"))
@@ -233,6 +241,8 @@ def run_campaign(
     on_simulated: Callable[[list[SeedOutcome]], None] | None = None,
     on_tlc: Callable[[str, int], None] | None = None,
     coverage: bool = True,
+    guide: str = "none",
+    guide_seed: int = 0,
 ) -> list[SeedOutcome]:
     """Run every seed of `seeds` not yet recorded; return all of them, in seed order.
 
@@ -260,7 +270,9 @@ def run_campaign(
     processes run them (one: this process).
 
     `coverage` measures each run's spec coverage (`SeedOutcome.coverage`),
-    stored with its run.
+    stored with its run. `guide` "coverage" steers the campaign toward spec
+    states no run reached (sim/campaign/guide.py), deterministically from
+    `guide_seed`; it needs `coverage` and swarm faults.
     """
     mode = parse_validate_mode(validate)
     if workers < 1:
@@ -271,6 +283,15 @@ def run_campaign(
         raise ConfigError("--dask: the scheduler address is empty; give tcp://host:port")
     if resume and db is None:
         raise ConfigError("--resume needs --db: the database of the campaign to resume")
+    guider = None
+    if check_guide(guide) != "none":
+        if not coverage:
+            raise ConfigError("--guide coverage steers by the runs' coverage: it cannot run "
+                              "without measuring it")
+        if options is not None and options.faults is not None:
+            raise ConfigError("--guide coverage mutates swarm plans: it cannot run under one "
+                              "fixed fault plan")
+        guider = Guide(protocol, protocol_overrides, seeds, guide_seed)
     if trace_dir is not None:
         _check_writable_dir(Path(trace_dir))
     with _opened(db) as store:
@@ -280,7 +301,8 @@ def run_campaign(
             earlier = store.campaigns()
             campaign = store.open_campaign(
                 protocol, bug, seeds,
-                campaign_options_json(protocol, options, protocol_overrides),
+                campaign_options_json(protocol, options, protocol_overrides,
+                                      None if guider is None else (guide, guide_seed)),
                 validate, resume=resume,
             )
             campaign_id = campaign.id
@@ -308,20 +330,39 @@ def run_campaign(
         )
         try:
             with make_executor(workers, dask) as executor:
-                sizer = BatchSizer(todo, executor.slots, fixed=batch_size,
-                                   in_flight_per_slot=IN_FLIGHT_PER_WORKER)
-                for batch in executor.map_unordered(work, sizer):
-                    sizer.observe(len(batch.outcomes), batch.seconds)
-                    if on_simulated is not None:
-                        on_simulated(batch.outcomes)
-                    # Recorded before anyone hears of it, so what was reported is on disk.
-                    if store is not None and campaign_id is not None:
-                        store.record(campaign_id, batch.outcomes)
-                    outcomes.extend(batch.outcomes)
-                    if on_batch is not None:
-                        on_batch(batch.outcomes)
-                    if on_tlc is not None and batch.tlc_resident_bytes:
-                        on_tlc(batch.worker, batch.tlc_resident_bytes)
+
+                def run_all(todo: list[int], inputs: dict[int, tuple[int, str]],
+                            sizer: BatchSizer) -> None:
+                    for batch in executor.map_unordered(partial(work, inputs=inputs), sizer):
+                        sizer.observe(len(batch.outcomes), batch.seconds)
+                        if on_simulated is not None:
+                            on_simulated(batch.outcomes)
+                        # Recorded before anyone hears of it, so what was reported is on disk.
+                        if store is not None and campaign_id is not None:
+                            store.record(campaign_id, batch.outcomes)
+                        outcomes.extend(batch.outcomes)
+                        if on_batch is not None:
+                            on_batch(batch.outcomes)
+                        if on_tlc is not None and batch.tlc_resident_bytes:
+                            on_tlc(batch.worker, batch.tlc_resident_bytes)
+
+                if guider is None:
+                    run_all(todo, {}, BatchSizer(todo, executor.slots, fixed=batch_size,
+                                                 in_flight_per_slot=IN_FLIGHT_PER_WORKER))
+                else:
+                    for slots in guider.rounds():
+                        # Decided even for a round already recorded, so that
+                        # the corpus's picks are as the first attempt made them.
+                        inputs = guider.inputs(slots)
+                        left = [seed for seed in slots if seed not in finished]
+                        if left:
+                            # Every worker gets a share of the round: it ends
+                            # at a barrier, so one big batch would idle the rest.
+                            share = batch_size or -(-len(left) // (2 * executor.slots))
+                            run_all(left, {s: inputs[s] for s in left if s in inputs},
+                                    BatchSizer(left, executor.slots, fixed=share))
+                        in_round = {o.seed: o for o in outcomes if o.seed in slots}
+                        guider.observe(in_round.values())
         finally:
             # This process's own TLC, when it was the only worker.
             close_sessions()

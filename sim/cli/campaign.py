@@ -19,10 +19,13 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from tlasim.faults.plan import FaultPlan
 from tlasim.protocols import get_protocol
 from tlasim.protocols.errors import ConfigError
 from tlasim.sim import exitcodes
+from tlasim.sim.api import save_plan
 from tlasim.sim.campaign.executors import start_local_workers_early
+from tlasim.sim.campaign.guide import GUIDES
 from tlasim.sim.campaign.records import parse_validate_mode
 from tlasim.sim.campaign.results import Campaign, ResultsDB, ShrunkRun
 from tlasim.sim.campaign.shrinking import shrink_failure
@@ -100,6 +103,14 @@ def _print_coverage(protocol: str, outcomes: list[SeedOutcome]) -> None:
         out.print(f"never reached: {', '.join(united.unreached)}", markup=False)
 
 
+def _plan_file(protocol: str, seed: int, plan: FaultPlan | None, bug: str | None,
+               overrides: dict[str, Any]) -> Path | None:
+    """Where a replay command finds a guided run's plan (None: the seed's own)."""
+    if plan is None:
+        return None
+    return save_plan(protocol, seed, plan, bug=bug, protocol_overrides=overrides)
+
+
 def _report_failures(
     protocol: str,
     bug: str | None,
@@ -121,13 +132,19 @@ def _report_failures(
     settings = [f"{k}={v}" for k, v in overrides.items()]
     for o in failed:
         prop = (o.failure or o.outcome).split(":", 1)[0]
+        # A guided run is its run seed under its recorded plan, given as a file.
+        run_as, plan = o.seed, None
+        if o.run_seed is not None:
+            run_as, plan = o.run_seed, FaultPlan.from_json(o.plan_json)
         if o.outcome != OUTCOME_OK and prop not in reported and len(reported) < shrink_count:
             reported.add(prop)
-            shrunk = shrink_failure(protocol, o.seed, bug=bug, options=overrides)
+            shrunk = shrink_failure(protocol, run_as, bug=bug, plan=plan, options=overrides)
             result = shrunk.shrunk.result
             report = shrunk.shrunk.report(original_plan_size=shrunk.original.result.plan.size)
             out.print(report.render(), markup=False)
-            unshrunk = reproduce_command(protocol, o.seed, bug, None, settings)
+            unshrunk = reproduce_command(protocol, run_as, bug,
+                                         _plan_file(protocol, run_as, plan, bug, overrides),
+                                         settings)
             out.print(f"  unshrunk: {printable(unshrunk)}", markup=False)
             if report_path is not None:
                 out.print(f"  report:   {printable(report_path.resolve())}", markup=False)
@@ -145,10 +162,15 @@ def _report_failures(
         if listed > LISTED_FAILURES_MAX:
             continue
         line = f"seed {o.seed}: {o.outcome}"
+        if o.run_seed is not None:
+            line = (f"seed {o.seed} (guided: seed {o.run_seed} under a mutated plan): "
+                    f"{o.outcome}")
         if o.failure:
             line += f": {printable(o.failure)}"
         if o.validation == "rejected":
-            replay = reproduce_command(protocol, o.seed, bug, None, settings)
+            replay = reproduce_command(protocol, run_as, bug,
+                                       _plan_file(protocol, run_as, plan, bug, overrides),
+                                       settings)
             line += f" [TLC: {printable(o.rejection)}]; replay: {replay} --validate"
         if o.trace_path:
             line += f" (trace {printable(o.trace_path)})"
@@ -183,6 +205,11 @@ def _report_failures(
               help="Shrink and fully report the first failure of up to this many properties.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the database's HTML report here at the end (needs --db).")
+@click.option("--guide", type=click.Choice(GUIDES), default="none", show_default=True,
+              help="coverage: spend half of the seeds on mutants of the runs that reached "
+                   "spec states, action pairs or actions no run had.")
+@click.option("--guide-seed", type=bounded_int(min=0), default=0, show_default=True,
+              help="Seeds the guide's choices: the same value gives the same campaign.")
 @guarded
 def campaign(
     protocol: str,
@@ -197,6 +224,8 @@ def campaign(
     protocol_settings: tuple[str, ...],
     shrink_count: int,
     report_path: Path | None,
+    guide: str,
+    guide_seed: int,
 ) -> None:
     """Sweep seeds of PROTOCOL under swarm faults; store, validate, shrink, report."""
     if dask == "local":
@@ -217,6 +246,7 @@ def campaign(
     out.print(
         f"campaign protocol={protocol} seeds={seeds.start}:{seeds.stop} bug={bug} "
         f"workers={workers} executor={where} validate={mode} faults=swarm"
+        + (f" guide={guide} guide_seed={guide_seed}" if guide != "none" else "")
         + (f" db={printable(db_path)}" + (" --resume" if resume else "") if db_path else ""),
         markup=False,
     )
@@ -297,6 +327,8 @@ def campaign(
                 on_open=on_open,
                 on_simulated=on_simulated,
                 on_tlc=on_tlc,
+                guide=guide,
+                guide_seed=guide_seed,
             )
         finally:
             if db is not None:

@@ -84,13 +84,19 @@ def repro(db_path: Path, failure_id: str, trace_path: Path | None, original: boo
     options, overrides = stored_run_options(record.campaign.options)
     shrunk = None if original else record.shrunk
     expected = (recorded.outcome, recorded.failure, recorded.plan_json)
+    run_as = recorded.seed
+    if recorded.run_seed is not None:
+        # A guided campaign's run: its own seed, under the plan it was given.
+        run_as = recorded.run_seed
+        options = dataclasses.replace(options, faults=FaultPlan.from_json(
+            recorded.plan_json, where=f"{db_path}: the plan of {record.failure_id}"))
     if shrunk is not None:
         options = dataclasses.replace(options, faults=FaultPlan.from_json(
             shrunk.plan_json, where=f"{db_path}: the shrunk plan of {record.failure_id}"))
         expected = (shrunk.outcome, shrunk.failure, shrunk.plan_json)
     changes = _code_changes(record.campaign)
     out.print(
-        f"repro {record.failure_id}: protocol={protocol} seed={recorded.seed} "
+        f"repro {record.failure_id}: protocol={protocol} seed={run_as} "
         f"bug={printable(bug)}",
         markup=False,
     )
@@ -106,7 +112,7 @@ def repro(db_path: Path, failure_id: str, trace_path: Path | None, original: boo
     else:
         out.print(f"plan: the recorded plan, {recorded_size} fault(s)", markup=False)
     run = run_seed(
-        protocol, recorded.seed, bug=bug, options=options, protocol_overrides=overrides,
+        protocol, run_as, bug=bug, options=options, protocol_overrides=overrides,
         trace_path=trace_path,
     )
     result = run.result
@@ -134,7 +140,7 @@ def repro(db_path: Path, failure_id: str, trace_path: Path | None, original: boo
                 path = trace_path
             else:
                 # No --trace, or one that cannot be read back (a FIFO, /dev/null).
-                run_seed(protocol, recorded.seed, bug=bug, options=options,
+                run_seed(protocol, run_as, bug=bug, options=options,
                          protocol_overrides=overrides, trace_path=path)
             verdict = validate_trace(path)
         out.print(verdict.report(), markup=False)

@@ -93,9 +93,10 @@ def test_a_states_column_that_is_not_whole_hashes_is_refused(tmp_path: Path) -> 
 
 
 def _as_schema_2(path: Path) -> None:
-    """Make `path` a file as tlasim wrote it before coverage: no coverage table."""
+    """Make `path` a file as tlasim wrote it before coverage and guided runs."""
     with sqlite3.connect(path) as conn:
         conn.execute("DROP TABLE coverage")
+        conn.execute("ALTER TABLE runs DROP COLUMN run_seed")
         conn.execute("PRAGMA user_version = 2")
 
 
