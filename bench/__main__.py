@@ -9,6 +9,7 @@ from bench import (
     bugs,
     campaign,
     explore,
+    guided,
     kernel,
     linearizability,
     live,
@@ -83,8 +84,43 @@ def main() -> None:
                           " ".join(map(str, f.counts)))
     console.print(table)
 
+    guided_tables(console)
     linearizability_tables(console)
     live_table(console)
+
+
+# Runs after which each mode's coverage is compared: the two budgets.
+COVERAGE_RUNS = (1_000, 10_000)
+
+
+def guided_tables(console: Console) -> None:
+    table = Table(title="--guide coverage against plain swarm: seeds (and seconds) to the first "
+                        "failure, median of 5 sweeps, same slots side by side")
+    for column in ("protocol", "bug", "plain seeds", "guided seeds", "guided / plain",
+                   "plain s", "guided s", "misses (plain/guided)"):
+        table.add_column(column)
+    for protocol in CAMPAIGNS:
+        figures = {(f.bug, f.mode): f for f in guided.first_failures(protocol)}
+        for bug in dict.fromkeys(b for b, _mode in figures):
+            plain, led = figures[bug, "plain"], figures[bug, "guided"]
+            table.add_row(protocol, bug, f"{plain.median_seeds:g}", f"{led.median_seeds:g}",
+                          f"{led.median_seeds / plain.median_seeds:.2f}",
+                          f"{plain.median_seconds:.2f}", f"{led.median_seconds:.2f}",
+                          f"{plain.misses}/{led.misses}")
+    console.print(table)
+    table = Table(title="Spec coverage after N runs: plain swarm and --guide coverage, "
+                        "side by side (2 workers, no TLC)")
+    for column in ("protocol", "runs", "plain states", "guided states", "guided / plain",
+                   "pairs (plain/guided)", "actions (plain/guided)", "s (plain/guided)"):
+        table.add_column(column)
+    for protocol in CAMPAIGNS:
+        for runs in COVERAGE_RUNS:
+            plain, led = guided.coverage_after(protocol, runs)
+            table.add_row(protocol, f"{runs:,}", f"{plain.states:,}", f"{led.states:,}",
+                          f"{led.states / max(plain.states, 1):.2f}",
+                          f"{plain.pairs}/{led.pairs}", f"{plain.actions}/{led.actions}",
+                          f"{plain.seconds:.0f}/{led.seconds:.0f}")
+    console.print(table)
 
 
 def live_table(console: Console) -> None:

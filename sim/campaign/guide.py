@@ -10,8 +10,8 @@ the slot's own seed (another workload and network). Entries that found more,
 and rarer, things are picked more often, and each pick makes its entry less
 likely to be picked again, so the budget spreads over what is new.
 
-Determinism. The slots run in rounds of ROUND_SEEDS consecutive seeds. A
-round's inputs are decided before it starts, from the corpus that the rounds
+Determinism. The slots run in rounds of consecutive seeds (FIRST_ROUND_SEEDS,
+doubling up to ROUND_SEEDS). A round's inputs are decided before it starts, from the corpus that the rounds
 before it built, with a random stream drawn from the guide's seed and the
 slot's number alone; the round's results join the corpus in seed order
 after the whole round is in. So which worker finished first never matters,
@@ -41,7 +41,14 @@ __all__ = ["GUIDES", "ROUND_SEEDS", "Guide", "check_guide"]
 
 GUIDES = ("none", "coverage")
 ROUND_SEEDS = 50  # slots decided together, from the corpus of the rounds before
-MUTANT_SHARE = 0.5  # of a round's slots, once the corpus holds an entry
+FIRST_ROUND_SEEDS = 10  # rounds start this small and double: guidance starts early
+# Of a round's slots, the share of mutants follows which kind of run found
+# more new states per run in the rounds before (mutants near a run that
+# found much, or fresh seeds): most are mutants where a fine abstraction's
+# states run out slowly near a corpus entry, few where every fresh run is
+# new anyway. Never all of either, so neither kind goes unmeasured.
+MUTANT_SHARE_FIRST, MUTANT_SHARE_MIN, MUTANT_SHARE_MAX = 0.5, 0.1, 0.9
+YIELD_WEIGHT = 0.5  # how much the last round moves each kind's yield
 FRESH_WORKLOAD_SHARE = 0.2  # of the mutants: the entry's plan under the slot's seed
 # What an entry found, weighed: a new action pair or action is rarer than
 # a new state, and a sign of behaviour the states alone do not show.
@@ -82,24 +89,37 @@ class Guide:
         self._pairs: set[tuple[str, str, str]] = set()
         self._actions: set[str] = set()
         self.origins: dict[int, str] = {}  # slot -> how its input was made (for reports)
+        # New states per run, lately, of fresh runs and of mutants.
+        self._yields: dict[bool, float | None] = {False: None, True: None}
+
+    @property
+    def mutant_share(self) -> float:
+        fresh, mutant = self._yields[False], self._yields[True]
+        if fresh is None or mutant is None:
+            return MUTANT_SHARE_FIRST
+        # Squared, so that a kind that finds twice as much gets four fifths.
+        share = mutant**2 / (mutant**2 + fresh**2) if mutant or fresh else MUTANT_SHARE_FIRST
+        return min(MUTANT_SHARE_MAX, max(MUTANT_SHARE_MIN, share))
 
     @property
     def corpus_size(self) -> int:
         return len(self._corpus)
 
     def rounds(self) -> Iterator[range]:
-        start = self.seeds.start
+        start, size = self.seeds.start, FIRST_ROUND_SEEDS
         while start < self.seeds.stop:
-            yield range(start, min(start + ROUND_SEEDS, self.seeds.stop))
-            start += ROUND_SEEDS
+            yield range(start, min(start + size, self.seeds.stop))
+            start += size
+            size = min(2 * size, ROUND_SEEDS)
 
     def inputs(self, slots: range) -> dict[int, tuple[int, str]]:
         """The round's mutants: slot -> (the seed it runs with, its plan as
         JSON); a slot left out is a fresh swarm run."""
         chosen: dict[int, tuple[int, str]] = {}
+        share = self.mutant_share
         for slot in slots:
             rng = random.Random(f"tlasim-guide:{self.guide_seed}:{slot}")
-            if not self._corpus or rng.random() >= MUTANT_SHARE:
+            if not self._corpus or rng.random() >= share:
                 self.origins[slot] = "fresh"
                 continue
             parent = rng.choices(self._corpus, weights=[e.weight for e in self._corpus])[0]
@@ -117,11 +137,13 @@ class Guide:
     def observe(self, outcomes: Iterable[SeedOutcome]) -> None:
         """A finished round's runs join the corpus, in seed order, each
         that reached something no run before it had."""
+        found: dict[bool, list[int]] = {False: [], True: []}
         for o in sorted(outcomes, key=lambda o: o.seed):
             reached = o.coverage
             if reached is None:
                 continue
             states = len(reached.states - self._states)
+            found[o.run_seed is not None].append(states)
             pairs = len(reached.pairs - self._pairs)
             actions = len(reached.actions - self._actions)
             self._states |= reached.states
@@ -135,3 +157,7 @@ class Guide:
                     o.seed, o.seed if o.run_seed is None else o.run_seed,
                     FaultPlan.from_json(o.plan_json), score,
                 ))
+        for mutant, news in found.items():
+            if news:
+                mean, last = sum(news) / len(news), self._yields[mutant]
+                self._yields[mutant] = mean if last is None else last + YIELD_WEIGHT * (mean - last)

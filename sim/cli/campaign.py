@@ -206,8 +206,8 @@ def _report_failures(
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the database's HTML report here at the end (needs --db).")
 @click.option("--guide", type=click.Choice(GUIDES), default="none", show_default=True,
-              help="coverage: spend half of the seeds on mutants of the runs that reached "
-                   "spec states, action pairs or actions no run had.")
+              help="coverage: spend seeds on mutants of the runs that reached spec states, "
+                   "action pairs or actions no run had, as many as find more than fresh seeds.")
 @click.option("--guide-seed", type=bounded_int(min=0), default=0, show_default=True,
               help="Seeds the guide's choices: the same value gives the same campaign.")
 @guarded

@@ -17,7 +17,7 @@ from tlasim.faults.plan import FaultPlan
 from tlasim.faults.swarm import swarm_plan
 from tlasim.protocols.errors import ConfigError
 from tlasim.sim.api import crash_nodes, nodes
-from tlasim.sim.campaign.guide import ROUND_SEEDS
+from tlasim.sim.campaign.guide import FIRST_ROUND_SEEDS, ROUND_SEEDS
 from tlasim.sim.campaign.results import ResultsDB
 from tlasim.sim.campaign.sweep import run_campaign
 from tlasim.sim.cli.main import main as cli
@@ -32,8 +32,8 @@ def guided() -> list:
 
 
 def test_a_guided_campaign_runs_mutants_once_its_corpus_holds_a_run(guided: list) -> None:
-    first_round = [o for o in guided if o.seed < SEEDS.start + ROUND_SEEDS]
-    later = [o for o in guided if o.seed >= SEEDS.start + ROUND_SEEDS]
+    first_round = [o for o in guided if o.seed < SEEDS.start + FIRST_ROUND_SEEDS]
+    later = [o for o in guided if o.seed >= SEEDS.start + FIRST_ROUND_SEEDS]
     assert all(o.run_seed is None for o in first_round)  # nothing to mutate yet
     mutants = [o for o in later if o.run_seed is not None]
     assert len(later) / 4 < len(mutants) < len(later) * 3 / 4
