@@ -10,14 +10,15 @@ the slot's own seed (another workload and network). Entries that found more,
 and rarer, things are picked more often, and each pick makes its entry less
 likely to be picked again, so the budget spreads over what is new.
 
-Determinism. The slots run in rounds of consecutive seeds (FIRST_ROUND_SEEDS,
-doubling up to ROUND_SEEDS). A round's inputs are decided before it starts, from the corpus that the rounds
-before it built, with a random stream drawn from the guide's seed and the
-slot's number alone; the round's results join the corpus in seed order
-after the whole round is in. So which worker finished first never matters,
-one guide seed always gives one campaign, and a resumed campaign rebuilds
-the corpus from the database (each run's coverage and input are stored)
-and decides the missing slots as the first attempt did.
+Determinism. The slots run in rounds of consecutive seeds
+(FIRST_ROUND_SEEDS, doubling up to ROUND_SEEDS). A round's inputs are
+decided before it starts, from the corpus that the rounds before it built,
+with a random stream drawn from the guide's seed and the slot's number
+alone; the round's results join the corpus in seed order after the whole
+round is in. So which worker finished first never matters, one guide seed
+always gives one campaign, and a resumed campaign rebuilds the corpus from
+the database (each run's coverage and input are stored) and decides the
+missing slots as the first attempt did.
 
 A mutant is recorded with the seed it ran with (`run_seed`) and the plan it
 carried out, so it replays (`tlasim repro`) and shrinks like any run.
