@@ -86,16 +86,23 @@ class Reached:
     seconds: float
 
 
-def coverage_after(protocol: str, runs: int, workers: int = 2) -> list[Reached]:
-    """Each mode's campaign coverage after `runs` runs (seeds 0 up), side by side."""
-    reached = []
+def coverage_after(protocol: str, marks: tuple[int, ...],
+                   overrides: dict[str, int] | None = None,
+                   workers: int = 2) -> dict[str, list[Reached]]:
+    """Each mode's campaign coverage after each of `marks` runs (seeds 0 up,
+    one campaign per mode, as long as the last mark), side by side."""
+    reached: dict[str, list[Reached]] = {}
+    actions = get_protocol(protocol).trace_actions
     for mode in MODES:
         began = time.perf_counter()
-        outcomes = run_campaign(protocol, range(0, runs), validate="none", workers=workers,
-                                guide="coverage" if mode == "guided" else "none")
+        outcomes = run_campaign(protocol, range(0, max(marks)), validate="none",
+                                workers=workers, guide="coverage" if mode == "guided" else "none",
+                                protocol_overrides=overrides)
         took = time.perf_counter() - began
-        united = campaign_coverage(get_protocol(protocol).trace_actions,
-                                   ((o.seed, o.coverage) for o in outcomes))
-        reached.append(Reached(protocol, mode, runs, len(united.states), len(united.pairs),
-                               united.reached_actions, took))
+        reached[mode] = []
+        for mark in marks:
+            united = campaign_coverage(actions, ((o.seed, o.coverage) for o in outcomes[:mark]))
+            reached[mode].append(Reached(protocol, mode, mark, len(united.states),
+                                         len(united.pairs), united.reached_actions,
+                                         took * mark / len(outcomes)))
     return reached
