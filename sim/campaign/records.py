@@ -236,7 +236,15 @@ class Campaign:
     def describe(self) -> str:
         seeds = f"--seeds {self.seeds.start}:{self.seeds.stop}"
         bug = f" --bug {self.bug}" if self.bug else ""
-        return f"campaign {self.id} ({self.protocol} {seeds}{bug})"
+        return f"campaign {self.id} ({self.protocol} {seeds}{bug}{self._guided()})"
+
+    def _guided(self) -> str:
+        """` --guide MODE --guide-seed N` for a guided campaign, else nothing."""
+        try:
+            guide = json.loads(self.options).get("guide")
+            return f" --guide {guide['mode']} --guide-seed {int(guide['seed'])}"
+        except (ValueError, AttributeError, KeyError, TypeError):
+            return ""
 
 
 @dataclass(frozen=True, slots=True)
