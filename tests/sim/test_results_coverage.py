@@ -28,17 +28,19 @@ REACHED = RunCoverage(
 )
 
 
-def _campaign(db: ResultsDB) -> int:
-    return db.open_campaign("twopc", None, range(0, 10), "{}", "none", resume=False).id
+def _recorded(path: Path, *outcomes: SeedOutcome) -> int:
+    """A database at `path` holding one campaign with `outcomes`; its id."""
+    with ResultsDB(path) as db:
+        cid = db.open_campaign("twopc", None, range(0, 10), "{}", "none", resume=False).id
+        db.record(cid, list(outcomes))
+    return cid
 
 
 def test_a_runs_coverage_reads_back_exactly_and_a_run_without_it_reads_none(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "r.db"
-    with ResultsDB(path) as db:
-        cid = _campaign(db)
-        db.record(cid, [replace(OK, seed=1, coverage=REACHED), replace(OK, seed=2)])
+    cid = _recorded(path, replace(OK, seed=1, coverage=REACHED), replace(OK, seed=2))
     with ResultsDB(path, readonly=True) as db:
         first, second = db.outcomes(cid)
         assert first.coverage == REACHED
@@ -71,9 +73,7 @@ def test_a_changed_coverage_row_is_refused_by_name(
     tmp_path: Path, column: str, value: object
 ) -> None:
     path = tmp_path / "r.db"
-    with ResultsDB(path) as db:
-        cid = _campaign(db)
-        db.record(cid, [replace(OK, seed=1, coverage=REACHED)])
+    cid = _recorded(path, replace(OK, seed=1, coverage=REACHED))
     with sqlite3.connect(path) as conn:
         conn.execute(f"UPDATE coverage SET {column} = ?", (value,))
     with ResultsDB(path, readonly=True) as db, pytest.raises(ConfigError) as caught:
@@ -83,9 +83,7 @@ def test_a_changed_coverage_row_is_refused_by_name(
 
 def test_a_states_column_that_is_not_whole_hashes_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "r.db"
-    with ResultsDB(path) as db:
-        cid = _campaign(db)
-        db.record(cid, [replace(OK, seed=1, coverage=REACHED)])
+    cid = _recorded(path, replace(OK, seed=1, coverage=REACHED))
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE coverage SET states = ?", (b"\x01\x02\x03",))
     with ResultsDB(path, readonly=True) as db, pytest.raises(ConfigError, match="8-byte"):
@@ -104,9 +102,7 @@ def test_a_schema_2_file_reads_without_coverage_and_upgrades_when_written(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "r.db"
-    with ResultsDB(path) as db:
-        cid = _campaign(db)
-        db.record(cid, [replace(OK, seed=1)])
+    cid = _recorded(path, replace(OK, seed=1))
     _as_schema_2(path)
     before = path.read_bytes()
     with ResultsDB(path, readonly=True) as db:
