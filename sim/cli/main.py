@@ -28,6 +28,7 @@ from tlasim.sim.cli.live import live_command
 from tlasim.sim.cli.new import new_command
 from tlasim.sim.cli.repro import failures, repro
 from tlasim.sim.cli.show import report, show
+from tlasim.sim.cli.spec_coverage import spec_coverage_command
 from tlasim.sim.cli.support import (
     bounded_int,
     check_bug,
@@ -301,5 +302,6 @@ def protocols_command() -> None:
 for command in (
     campaign, repro, failures, search, shrink, validate, export, corpus, drift, explore_command,
     show, report, live_command, conformance_command, new_command, check_specs_command,
+    spec_coverage_command,
 ):
     main.add_command(command)

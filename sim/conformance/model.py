@@ -49,6 +49,13 @@ the spec with the code at small constants:
   and one whose workload varies (which key an operation uses) more
   workloads explored, and one whose deep steps follow several faults a
   longer chase. The command line's options override it.
+- `coverage` (optional) sets the small constants `tlasim spec-coverage`
+  measures runs against TLC's reachable states at (sim/coverage/against_spec.py):
+  `options` over the model's options and `constants` over its constants,
+  with `why` saying why this bound. Coverage sees less than profiles do
+  (the messages in flight, not their copies), so its bound can differ:
+  one copy of each message and any number in flight, say, where that
+  loses nothing coverage tells apart.
 """
 
 from __future__ import annotations
@@ -91,6 +98,16 @@ class ConformanceModel:
     # The effort this protocol needs by default (seeds, explore_states,
     # explore_workloads), where the global defaults fall short of its spec.
     budget: Mapping[str, int] = field(default_factory=dict)
+    coverage: CoverageModel | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CoverageModel:
+    """The small constants spec coverage is measured at (the `coverage` key)."""
+
+    options: Mapping[str, Any]  # over the model's options
+    constants: Mapping[str, Any]  # over the model's constants
+    why: str
 
 
 # What a model's budget may set, with the least value each takes.
@@ -108,6 +125,19 @@ def _budget(root: Mapping[str, Any], where: str) -> dict[str, int]:
             raise ConfigError(f"{where}: budget.{key} must be an integer of at least "
                               f"{BUDGET_KEYS[key]}, not {value!r:.40}")
     return budget
+
+
+def _coverage(root: Mapping[str, Any], where: str) -> CoverageModel | None:
+    if "coverage" not in root:
+        return None
+    entry = _object(root, "coverage", where)
+    at = f"{where}: coverage"
+    unknown = sorted(set(entry) - {"options", "constants", "why"})
+    if unknown:
+        raise ConfigError(f"{at} has unknown keys {unknown} (it may set options, constants "
+                          "and why)")
+    return CoverageModel(_object(entry, "options", at), _object(entry, "constants", at),
+                         _text(entry, "why", at))
 
 
 def model_path(spec_module: Path, spec: str) -> Path:
@@ -152,7 +182,7 @@ def read_model(path: Path) -> ConformanceModel:
     if not isinstance(root, dict):
         raise ConfigError(f"{where}: must hold a JSON object")
     unknown = sorted(set(root) - {"schema", "spec", "model", "options", "nodes", "explained",
-                                  "messages", "symmetric", "about", "budget"})
+                                  "messages", "symmetric", "about", "budget", "coverage"})
     if unknown:
         raise ConfigError(f"{where}: unknown keys {unknown}")
     if root.get("schema") != SCHEMA:
@@ -191,4 +221,5 @@ def read_model(path: Path) -> ConformanceModel:
         explained=tuple(explained),
         symmetric=tuple(symmetric),
         budget=_budget(root, where),
+        coverage=_coverage(root, where),
     )

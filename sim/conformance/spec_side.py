@@ -15,7 +15,8 @@ import re
 import shutil
 import tempfile
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,10 @@ from tlasim.tracing.tla.literal import is_identifier, to_tla
 from tlasim.tracing.tla.next_split import SplitNext, action_of_label, split_next
 from tlasim.tracing.tla.parse import parse_state
 from tlasim.tracing.tla.sany import export_xml
-from tlasim.tracing.tla.tlc import run_tlc
+from tlasim.tracing.tla.tlc import TLCResult, run_tlc
 from tlasim.tracing.values import freeze, from_json
 
-_ROOT = "TlasimConformance"
+ROOT_MODULE = "TlasimConformance"
 _STATE = re.compile(r'^(-?\d+) \[label="(.*)"(?:,style = filled)?\];?$')
 _EDGE = re.compile(r'^(-?\d+) -> (-?\d+) \[label="([^"]*)"')
 _ESCAPE = re.compile(r"\\(.)")
@@ -85,7 +86,7 @@ class SideProfiles:
 def _module_text(model: ConformanceModel, constants: Mapping[str, Any],
                  split: SplitNext | None) -> tuple[str, str]:
     """The root module and its config: the model, with every constant given."""
-    lines = [f"---- MODULE {_ROOT} ----", f"EXTENDS {model.module}"]
+    lines = [f"---- MODULE {ROOT_MODULE} ----", f"EXTENDS {model.module}"]
     cfg = ["CONSTANTS"]
     # The model's own constants are JSON as in a trace header ({"#set": [...]}).
     values = {name: from_json(value, f"{model.path}: model.constants.{name}")
@@ -113,6 +114,48 @@ def _unescape(label: str) -> str:
     return _ESCAPE.sub(lambda m: _UNESCAPED.get(m.group(1), m.group(1)), label)
 
 
+@contextmanager
+def tlc_in_scratch(spec_folder: Path, root: tuple[str, str], args: Sequence[str], what: str,
+                   *, timeout_s: float | None = None) -> Iterator[tuple[Path, TLCResult]]:
+    """Run TLC on a root module (its text and config) in a scratch folder
+    holding copies of the spec folder's modules; yield that folder, with
+    whatever TLC dumped there, and TLC's result, for as long as the caller
+    reads them."""
+    with tempfile.TemporaryDirectory(prefix="tlasim-tlc-") as scratch:
+        folder = Path(scratch)
+        # TLC reads the modules from the root module's folder: a private copy
+        # keeps the generated module out of the spec folder.
+        for module in spec_folder.glob("*.tla"):
+            shutil.copy(module, folder / module.name)
+        (folder / f"{ROOT_MODULE}.tla").write_text(root[0])
+        (folder / f"{ROOT_MODULE}.cfg").write_text(root[1])
+        result = run_tlc(folder / f"{ROOT_MODULE}.tla", folder / f"{ROOT_MODULE}.cfg",
+                         workdir=folder, args=["-deadlock", *args], timeout_s=timeout_s)
+        if result.outcome != "ok":
+            raise SpecError(f"TLC could not explore {what} ({result.outcome}): "
+                            f"{result.error_text() or result.output[-2000:]}")
+        yield folder, result
+
+
+def model_root(model: ConformanceModel, spec_folder: Path, constants: Mapping[str, Any],
+               *, labelled: bool = False) -> tuple[str, str]:
+    """The root module and config that explore the model with the protocol's
+    `constants`; `labelled` splits Next so that TLC labels each step with
+    its action (the model's specification must then be Spec)."""
+    if not (spec_folder / f"{model.module}.tla").is_file():
+        raise SpecError(f"{model.path}: model module {model.module}.tla is not in "
+                        f"{spec_folder}")
+    split = None
+    if labelled and model.specification == "Spec":
+        # The split is computed on a scratch copy: SANY writes beside the module.
+        with tempfile.TemporaryDirectory(prefix="tlasim-split-") as scratch:
+            for module in spec_folder.glob("*.tla"):
+                shutil.copy(module, Path(scratch) / module.name)
+            split = split_next(export_xml(Path(scratch) / f"{model.spec}.tla"), model.spec,
+                               Path(scratch))
+    return _module_text(model, constants, split)
+
+
 def spec_profiles(
     model: ConformanceModel,
     spec_folder: Path,
@@ -122,30 +165,11 @@ def spec_profiles(
     timeout_s: float | None = None,
 ) -> SideProfiles:
     """Have TLC explore the model and cut every transition into profiles."""
-    with tempfile.TemporaryDirectory(prefix="tlasim-conformance-") as scratch:
-        folder = Path(scratch)
-        # TLC reads the modules from the root module's folder: a private copy
-        # keeps the generated module out of the spec folder.
-        for module in spec_folder.glob("*.tla"):
-            shutil.copy(module, folder / module.name)
-        if not (folder / f"{model.module}.tla").is_file():
-            raise SpecError(f"{model.path}: model module {model.module}.tla is not in "
-                            f"{spec_folder}")
-        split = None
-        if model.specification == "Spec":
-            spec_module = folder / f"{model.spec}.tla"
-            split = split_next(export_xml(spec_module), model.spec, folder)
-        text, cfg = _module_text(model, constants, split)
-        (folder / f"{_ROOT}.tla").write_text(text)
-        (folder / f"{_ROOT}.cfg").write_text(cfg)
-        dot = folder / "states.dot"
-        result = run_tlc(folder / f"{_ROOT}.tla", folder / f"{_ROOT}.cfg", workdir=folder,
-                         args=["-deadlock", "-dump", "dot,actionlabels", str(dot)],
-                         timeout_s=timeout_s)
-        if result.outcome != "ok":
-            raise SpecError(f"TLC could not explore {model.module} for {model.path.name} "
-                           f"({result.outcome}): {result.error_text() or result.output[-2000:]}")
-        return _read_dot(dot, profiler)
+    root = model_root(model, spec_folder, constants, labelled=True)
+    dump = ["-dump", "dot,actionlabels", "states.dot"]
+    what = f"{model.module} for {model.path.name}"
+    with tlc_in_scratch(spec_folder, root, dump, what, timeout_s=timeout_s) as (folder, _):
+        return _read_dot(folder / "states.dot", profiler)
 
 
 def _read_dot(dot: Path, profiler: Profiler) -> SideProfiles:
