@@ -72,8 +72,11 @@ def _small_int_hash(n: int) -> int:
 # Hashes by value, for this process: a set, tuple or record equal to one met
 # before (in any run) hashes by one lookup, at the C speed of Python's own
 # hashing, whose per-process salt is harmless here since only the stable
-# hash is kept. Python's equality is TLA+'s but for 1 == TRUE, which a
-# well-typed spec variable never mixes in one place. Emptied when full.
+# hash is kept. Python's equality is TLA+'s but for 0 == FALSE and
+# 1 == TRUE, so a value holding a boolean, 0 or 1 anywhere is never
+# remembered: a value found here then holds none of them, and a value equal
+# to it in Python is equal to it in TLA+ too (<<TRUE>> never finds <<1>>,
+# which two variables of one process may well hold). Emptied when full.
 VALUES_REMEMBERED = 1 << 17
 _by_value: dict[Any, int] = {}
 
@@ -81,18 +84,24 @@ _by_value: dict[Any, int] = {}
 class ValueHasher:
     """Hashes TLA+ values: a dict it met before by identity, others by value."""
 
-    __slots__ = ("_known",)
+    __slots__ = ("_known", "_ambiguous")
 
     def __init__(self) -> None:
         self._known: dict[int, tuple[Any, int]] = {}
+        # Whether the value being hashed held a boolean, 0 or 1: one that
+        # Python's equality would confuse with another (see _by_value).
+        self._ambiguous = False
 
     def __call__(self, value: Any) -> int:
         kind = type(value)
         if kind is str:
             return _strings.get(value) or _str_hash(value)
         if kind is int:
+            if 0 <= value <= 1:
+                self._ambiguous = True
             return _small_int_hash(value)
         if kind is bool:
+            self._ambiguous = True
             return _TRUE if value else _FALSE
         if kind is dict:
             known = self._known.get(id(value))
@@ -113,8 +122,12 @@ class ValueHasher:
         how = _KINDS.get(kind)
         if how is None:
             how = _KINDS[kind] = _kind_of(kind)
+        outer = self._ambiguous
+        self._ambiguous = False
         h = how(self, value)
-        if hashable:
+        ambiguous = self._ambiguous
+        self._ambiguous = outer or ambiguous
+        if hashable and not ambiguous:
             if len(_by_value) >= VALUES_REMEMBERED:
                 _by_value.clear()
             _by_value[value] = h
@@ -152,12 +165,16 @@ def _as_str(_hasher: ValueHasher, value: Any) -> int:
     return _str_hash(str.__str__(value))  # a StrEnum, say: TLA+ sees the string
 
 
-def _as_bool(_hasher: ValueHasher, value: Any) -> int:
+def _as_bool(hasher: ValueHasher, value: Any) -> int:
+    hasher._ambiguous = True
     return _TRUE if value else _FALSE
 
 
-def _as_int(_hasher: ValueHasher, value: Any) -> int:
-    return _int_hash(int(value))  # an IntEnum
+def _as_int(hasher: ValueHasher, value: Any) -> int:
+    n = int(value)
+    if 0 <= n <= 1:
+        hasher._ambiguous = True
+    return _int_hash(n)  # an IntEnum
 
 
 def _kind_of(kind: type) -> Callable[[ValueHasher, Any], int]:

@@ -113,3 +113,19 @@ def test_the_hash_is_the_same_in_processes_with_other_string_salts() -> None:
                               env=env, check=True)
         seen.add(done.stdout.strip())
     assert seen == {str(value_hash(eval(SAMPLE)))}
+
+
+def test_a_value_remembered_never_answers_for_one_python_confuses_with_it() -> None:
+    # Python holds 1 == TRUE and 0 == FALSE, TLA+ does not: two variables
+    # of one process may hold <<1, 0>> and <<TRUE, FALSE>>, in either order.
+    class Flag(IntEnum):
+        ON = 1
+
+    for first, second in [((1, 0), (True, False)), ((True, False), (1, 0)),
+                          (((0,), 0, frozenset(), 0), ((False,), False, frozenset(), False)),
+                          ((Flag.ON, "a"), (True, "a"))]:
+        first_hash = value_hash(first)
+        assert value_hash(second) != first_hash
+        assert value_hash(first) == first_hash
+    assert value_hash(((False,), False, frozenset(), False)) == value_hash(
+        ((False,), False, set(), False))
