@@ -84,7 +84,7 @@ _by_value: dict[Any, int] = {}
 class ValueHasher:
     """Hashes TLA+ values: a dict it met before by identity, others by value."""
 
-    __slots__ = ("_known", "_ambiguous")
+    __slots__ = ("_ambiguous", "_known")
 
     def __init__(self) -> None:
         self._known: dict[int, tuple[Any, int]] = {}
