@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 from rich.table import Table
@@ -24,6 +24,38 @@ from tlasim.sim.cli.support import (
 )
 from tlasim.sim.conformance import defaults
 from tlasim.tracing.printable import printable
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def explorer_fault_options(fn: F) -> F:
+    """--crashes, --losses, --dups and --idle-crashes: the explorer's fault
+    bounds, at conformance's defaults (also `tlasim spec-coverage`'s)."""
+    for option in reversed([
+        click.option("--crashes", type=bounded_int(min=0, max=8), default=defaults.CRASHES,
+                     show_default=True, help="Crashes per explored schedule."),
+        click.option("--losses", type=bounded_int(min=0, max=8), default=defaults.LOSSES,
+                     show_default=True, help="Lost messages per explored schedule."),
+        click.option("--dups", type=bounded_int(min=0, max=8), default=defaults.DUPLICATES,
+                     show_default=True, help="Duplicated messages per explored schedule."),
+        click.option("--idle-crashes/--no-idle-crashes", default=defaults.IDLE_CRASHES,
+                     show_default=True,
+                     help="Let the explorer crash an idle node between its steps too."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def tlc_model_options(fn: F) -> F:
+    """--tlc-timeout and --spec-dir, for a command that has TLC explore a
+    spec's conformance model."""
+    fn = click.option("--spec-dir", "spec_dirs", multiple=True,
+                      type=click.Path(path_type=Path, file_okay=False),
+                      help="Look for specs here (default: the specs shipped with tlasim, and "
+                           "those of every protocol of your own it knows).")(fn)
+    return click.option("--tlc-timeout", type=finite_float(min=0, min_open=True),
+                        default=900.0, show_default=True,
+                        help="Give up on TLC's exploration after this many seconds.")(fn)
 
 
 @click.command("conformance", epilog=exit_code_help())
@@ -44,30 +76,14 @@ from tlasim.tracing.printable import printable
               help="Code states the chase toward still-unreached spec profiles may expand "
                    "in each workload (0: no chase).  [default: the model's budget, else "
                    f"{defaults.CHASE_STATES}]")
-@click.option("--crashes", type=bounded_int(min=0, max=8), default=defaults.CRASHES,
-              show_default=True,
-              help="Crashes per explored schedule.")
-@click.option("--losses", type=bounded_int(min=0, max=8), default=defaults.LOSSES,
-              show_default=True,
-              help="Lost messages per explored schedule.")
-@click.option("--dups", type=bounded_int(min=0, max=8), default=defaults.DUPLICATES,
-              show_default=True,
-              help="Duplicated messages per explored schedule.")
-@click.option("--idle-crashes/--no-idle-crashes", default=defaults.IDLE_CRASHES,
-              show_default=True,
-              help="Let the explorer crash an idle node between its steps too.")
+@explorer_fault_options
 @click.option("--show", "show_count", type=bounded_int(min=0), default=20, show_default=True,
               help="Print at most this many unexplained profiles per protocol.")
 @click.option("--explained", "list_explained", is_flag=True,
               help="Also print each explained profile with its reason.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Also write the whole result as JSON to this file.")
-@click.option("--tlc-timeout", type=finite_float(min=0, min_open=True), default=900.0,
-              show_default=True, help="Give up on TLC's exploration after this many seconds.")
-@click.option("--spec-dir", "spec_dirs", multiple=True,
-              type=click.Path(path_type=Path, file_okay=False),
-              help="Look for specs here (default: the specs shipped with tlasim, and "
-                   "those of every protocol of your own it knows).")
+@tlc_model_options
 @guarded
 def conformance_command(
     protocols: tuple[str, ...], seeds: int | None, explore_states: int | None,

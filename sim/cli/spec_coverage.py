@@ -16,12 +16,12 @@ from tlasim.protocols.errors import ConfigError
 from tlasim.sim import exitcodes
 from tlasim.sim.campaign.guide import GUIDES
 from tlasim.sim.campaign.sweep import parse_seed_range
+from tlasim.sim.cli.conformance import explorer_fault_options, tlc_model_options
 from tlasim.sim.cli.support import (
     ProtocolName,
     bounded_int,
     err,
     exit_code_help,
-    finite_float,
     guarded,
     out,
     parse_assignments,
@@ -64,14 +64,7 @@ def _bound(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--explore-workloads", type=bounded_int(min=1, max=1000),
               default=defaults.EXPLORE_WORKLOADS, show_default=True,
               help="Explore the workloads of this many seeds (0, 1, ...).")
-@click.option("--crashes", type=bounded_int(min=0, max=8), default=defaults.CRASHES,
-              show_default=True, help="Crashes per explored schedule.")
-@click.option("--losses", type=bounded_int(min=0, max=8), default=defaults.LOSSES,
-              show_default=True, help="Lost messages per explored schedule.")
-@click.option("--dups", type=bounded_int(min=0, max=8), default=defaults.DUPLICATES,
-              show_default=True, help="Duplicated messages per explored schedule.")
-@click.option("--idle-crashes/--no-idle-crashes", default=defaults.IDLE_CRASHES,
-              show_default=True, help="Let the explorer crash an idle node between its steps.")
+@explorer_fault_options
 @click.option("--set", "protocol_settings", multiple=True, metavar="KEY=VALUE",
               help="A protocol option over the model's small constants (repeatable).")
 @click.option("--bound", "bound_settings", multiple=True, metavar="NAME=VALUE",
@@ -79,12 +72,7 @@ def _bound(pairs: tuple[str, ...]) -> dict[str, Any]:
                    "bound (repeatable); VALUE is JSON.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Also write the result as JSON to this file.")
-@click.option("--tlc-timeout", type=finite_float(min=0, min_open=True), default=900.0,
-              show_default=True, help="Give up on TLC's enumeration after this many seconds.")
-@click.option("--spec-dir", "spec_dirs", multiple=True,
-              type=click.Path(path_type=Path, file_okay=False),
-              help="Look for specs here (default: the specs shipped with tlasim, and "
-                   "those of every protocol of your own it knows).")
+@tlc_model_options
 @guarded
 def spec_coverage_command(
     protocol: str, seed_range: str, with_campaign: bool, guides: tuple[str, ...],

@@ -83,20 +83,27 @@ class SideProfiles:
         return set().union(*self.by_action.values()) if self.by_action else set()
 
 
+def constant_lines(values: Mapping[str, Any], where: str) -> tuple[list[str], list[str]]:
+    """A root module's definitions of `values` (TLA+ values by constant
+    name), and its config's `CONSTANTS` section substituting them."""
+    definitions, cfg = [], ["CONSTANTS"]
+    for name, value in values.items():
+        if not is_identifier(name):
+            raise SpecError(f"{where}: constant name {name!r:.40} is not a TLA+ name")
+        definitions.append(f"TlasimConst_{name} == {to_tla(value)}")
+        cfg.append(f"    {name} <- TlasimConst_{name}")
+    return definitions, cfg
+
+
 def _module_text(model: ConformanceModel, constants: Mapping[str, Any],
                  split: SplitNext | None) -> tuple[str, str]:
     """The root module and its config: the model, with every constant given."""
-    lines = [f"---- MODULE {ROOT_MODULE} ----", f"EXTENDS {model.module}"]
-    cfg = ["CONSTANTS"]
     # The model's own constants are JSON as in a trace header ({"#set": [...]}).
     values = {name: from_json(value, f"{model.path}: model.constants.{name}")
               for name, value in model.model_constants.items()}
     values.update({name: freeze(value, name) for name, value in constants.items()})
-    for name, value in values.items():
-        if not is_identifier(name):
-            raise SpecError(f"{model.path}: constant name {name!r:.40} is not a TLA+ name")
-        lines.append(f"TlasimConst_{name} == {to_tla(value)}")
-        cfg.append(f"    {name} <- TlasimConst_{name}")
+    definitions, cfg = constant_lines(values, str(model.path))
+    lines = [f"---- MODULE {ROOT_MODULE} ----", f"EXTENDS {model.module}", *definitions]
     if split is not None:
         lines.append(split.definitions)
     lines.append("====")

@@ -109,10 +109,11 @@ class _Kept(CoverageRecorder):
         super().step(node, action, spec_vars)
 
 
-def _same_constants(protocol: ProtocolDefinition, spec: SpecStates, seed: int) -> bool:
+def _config_at(protocol: ProtocolDefinition, spec: SpecStates, seed: int) -> Any | None:
+    """The configuration of `seed`'s workload, if it gives TLC's constants."""
     config = protocol.configure(protocol.make_options(dict(spec.options)), None,
                                 split(seed).workload)
-    return dict(protocol.spec_constants(config)) == dict(spec.constants)
+    return config if dict(protocol.spec_constants(config)) == dict(spec.constants) else None
 
 
 def _outside(protocol: ProtocolDefinition, spec: SpecStates, sample: dict[int, Mapping[str, Any]],
@@ -146,7 +147,7 @@ def campaign_side(protocol: ProtocolDefinition, spec: SpecStates, plan: Campaign
     measured = []
     for outcome in outcomes:
         run_as = outcome.seed if outcome.run_seed is None else outcome.run_seed
-        if outcome.coverage is not None and _same_constants(protocol, spec, run_as):
+        if outcome.coverage is not None and _config_at(protocol, spec, run_as) is not None:
             reached |= outcome.coverage.states
             measured.append(outcome)
     seconds = time.monotonic() - started
@@ -187,11 +188,10 @@ def explorer_side(protocol: ProtocolDefinition, spec: SpecStates, plan: ExploreP
             sample.setdefault(found, after)
 
     for seed in range(plan.workloads):
-        if not _same_constants(protocol, spec, seed):
+        config = _config_at(protocol, spec, seed)
+        if config is None:
             skipped += 1
             continue
-        config = protocol.configure(protocol.make_options(dict(spec.options)), None,
-                                    split(seed).workload)
         result = explore(protocol, config, SearchBounds(plan.faults, max_states=plan.states),
                          on_step=on_step)
         states += result.states

@@ -29,10 +29,15 @@ from typing import Any
 from tlasim.protocols.definition import ProtocolDefinition
 from tlasim.protocols.errors import ConfigError, SpecError
 from tlasim.sim.conformance.model import ConformanceModel, model_path, read_model
-from tlasim.sim.conformance.spec_side import ROOT_MODULE, model_root, tlc_in_scratch
+from tlasim.sim.conformance.spec_side import (
+    ROOT_MODULE,
+    constant_lines,
+    model_root,
+    tlc_in_scratch,
+)
 from tlasim.sim.coverage.run import CoverageRecorder, abstraction_of
 from tlasim.sim.kernel.rng import split
-from tlasim.tracing.tla.literal import is_identifier, to_tla
+from tlasim.tracing.tla.literal import to_tla
 from tlasim.tracing.tla.parse import parse_state
 from tlasim.tracing.tla.speccheck import find_spec
 from tlasim.tracing.tla.tlc import parse_dump
@@ -173,17 +178,6 @@ def reachable(
                       model_bound, why, folder, count, states, time.monotonic() - started)
 
 
-def _constant_lines(values: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """Definitions for a root module and the `<-` lines of its config."""
-    definitions, cfg = [], ["CONSTANTS"]
-    for name, value in values.items():
-        if not is_identifier(name):
-            raise ConfigError(f"constant name {name!r:.40} is not a TLA+ name")
-        definitions.append(f"TlasimConst_{name} == {to_tla(value)}")
-        cfg.append(f"    {name} <- TlasimConst_{name}")
-    return definitions, cfg
-
-
 def printed_back(protocol: ProtocolDefinition, spec: SpecStates,
                  states: Sequence[Mapping[str, Any]], *,
                  timeout_s: float | None = None) -> frozenset[int]:
@@ -192,7 +186,8 @@ def printed_back(protocol: ProtocolDefinition, spec: SpecStates,
     if not states:
         return frozenset()
     names = sorted(protocol.variable_types)
-    definitions, cfg = _constant_lines({n: freeze(v, n) for n, v in spec.constants.items()})
+    definitions, cfg = constant_lines({n: freeze(v, n) for n, v in spec.constants.items()},
+                                      protocol.spec_module)
     choices = []
     for i, state in enumerate(states):
         for name in names:
