@@ -122,44 +122,43 @@ def _unescape(label: str) -> str:
 
 
 @contextmanager
-def tlc_in_scratch(spec_folder: Path, root: tuple[str, str], args: Sequence[str], what: str,
-                   *, timeout_s: float | None = None) -> Iterator[tuple[Path, TLCResult]]:
-    """Run TLC on a root module (its text and config) in a scratch folder
-    holding copies of the spec folder's modules; yield that folder, with
-    whatever TLC dumped there, and TLC's result, for as long as the caller
-    reads them."""
+def spec_scratch(spec_folder: Path) -> Iterator[Path]:
+    """A scratch folder holding copies of the spec folder's modules, for as
+    long as the caller works in it: TLC reads the modules from the root
+    module's folder, and a private copy keeps generated modules (and what
+    SANY and TLC write) out of the spec folder."""
     with tempfile.TemporaryDirectory(prefix="tlasim-tlc-") as scratch:
         folder = Path(scratch)
-        # TLC reads the modules from the root module's folder: a private copy
-        # keeps the generated module out of the spec folder.
         for module in spec_folder.glob("*.tla"):
             shutil.copy(module, folder / module.name)
-        (folder / f"{ROOT_MODULE}.tla").write_text(root[0])
-        (folder / f"{ROOT_MODULE}.cfg").write_text(root[1])
-        result = run_tlc(folder / f"{ROOT_MODULE}.tla", folder / f"{ROOT_MODULE}.cfg",
-                         workdir=folder, args=["-deadlock", *args], timeout_s=timeout_s)
-        if result.outcome != "ok":
-            raise SpecError(f"TLC could not explore {what} ({result.outcome}): "
-                            f"{result.error_text() or result.output[-2000:]}")
-        yield folder, result
+        yield folder
 
 
-def model_root(model: ConformanceModel, spec_folder: Path, constants: Mapping[str, Any],
+def run_root(folder: Path, root: tuple[str, str], args: Sequence[str], what: str,
+             *, timeout_s: float | None = None) -> TLCResult:
+    """Run TLC on a root module (its text and config) written into `folder`
+    (a `spec_scratch`); SpecError unless TLC finished without error."""
+    (folder / f"{ROOT_MODULE}.tla").write_text(root[0])
+    (folder / f"{ROOT_MODULE}.cfg").write_text(root[1])
+    result = run_tlc(folder / f"{ROOT_MODULE}.tla", folder / f"{ROOT_MODULE}.cfg",
+                     workdir=folder, args=["-deadlock", *args], timeout_s=timeout_s)
+    if result.outcome != "ok":
+        raise SpecError(f"TLC could not explore {what} ({result.outcome}): "
+                        f"{result.error_text() or result.output[-2000:]}")
+    return result
+
+
+def model_root(model: ConformanceModel, folder: Path, constants: Mapping[str, Any],
                *, labelled: bool = False) -> tuple[str, str]:
-    """The root module and config that explore the model with the protocol's
-    `constants`; `labelled` splits Next so that TLC labels each step with
-    its action (the model's specification must then be Spec)."""
-    if not (spec_folder / f"{model.module}.tla").is_file():
+    """The root module and config that explore the model (its modules in
+    `folder`, a `spec_scratch`) with the protocol's `constants`; `labelled`
+    splits Next so that TLC labels each step with its action."""
+    if not (folder / f"{model.module}.tla").is_file():
         raise SpecError(f"{model.path}: model module {model.module}.tla is not in "
-                        f"{spec_folder}")
+                        f"{model.path.parent}")
     split = None
     if labelled and model.specification == "Spec":
-        # The split is computed on a scratch copy: SANY writes beside the module.
-        with tempfile.TemporaryDirectory(prefix="tlasim-split-") as scratch:
-            for module in spec_folder.glob("*.tla"):
-                shutil.copy(module, Path(scratch) / module.name)
-            split = split_next(export_xml(Path(scratch) / f"{model.spec}.tla"), model.spec,
-                               Path(scratch))
+        split = split_next(export_xml(folder / f"{model.spec}.tla"), model.spec, folder)
     return _module_text(model, constants, split)
 
 
@@ -172,10 +171,10 @@ def spec_profiles(
     timeout_s: float | None = None,
 ) -> SideProfiles:
     """Have TLC explore the model and cut every transition into profiles."""
-    root = model_root(model, spec_folder, constants, labelled=True)
-    dump = ["-dump", "dot,actionlabels", "states.dot"]
-    what = f"{model.module} for {model.path.name}"
-    with tlc_in_scratch(spec_folder, root, dump, what, timeout_s=timeout_s) as (folder, _):
+    with spec_scratch(spec_folder) as folder:
+        root = model_root(model, folder, constants, labelled=True)
+        run_root(folder, root, ["-dump", "dot,actionlabels", "states.dot"],
+                 f"{model.module} for {model.path.name}", timeout_s=timeout_s)
         return _read_dot(folder / "states.dot", profiler)
 
 

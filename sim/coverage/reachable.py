@@ -33,7 +33,8 @@ from tlasim.sim.conformance.spec_side import (
     ROOT_MODULE,
     constant_lines,
     model_root,
-    tlc_in_scratch,
+    run_root,
+    spec_scratch,
 )
 from tlasim.sim.coverage.run import CoverageRecorder, abstraction_of
 from tlasim.sim.kernel.rng import split
@@ -166,9 +167,10 @@ def reachable(
     model_bound.update(bound or {})
     bounded = dataclasses.replace(model, model_constants=model_bound)
     started = time.monotonic()
-    root = model_root(bounded, folder, constants)
-    with tlc_in_scratch(folder, root, ["-dump", _DUMP], f"{model.module} at coverage's bound",
-                        timeout_s=timeout_s) as (scratch, result):
+    with spec_scratch(folder) as scratch:
+        root = model_root(bounded, scratch, constants)
+        result = run_root(scratch, root, ["-dump", _DUMP],
+                          f"{model.module} at coverage's bound", timeout_s=timeout_s)
         states, count = _hash_dump(protocol, scratch / f"{_DUMP}.dump",
                                    f"TLC's states of {model.module}")
     if count != result.distinct_states:
@@ -198,8 +200,8 @@ def printed_back(protocol: ProtocolDefinition, spec: SpecStates,
     text = "\n".join([f"---- MODULE {ROOT_MODULE} ----",
                       f"EXTENDS {protocol.spec_module}, TLC", *definitions, "===="]) + "\n"
     cfg.extend(["INIT TlasimInit", "NEXT TlasimNext"])
-    with tlc_in_scratch(spec.spec_folder, (text, "\n".join(cfg) + "\n"), ["-dump", _DUMP],
-                        f"states printed back by {protocol.spec_module}",
-                        timeout_s=timeout_s) as (scratch, _):
+    with spec_scratch(spec.spec_folder) as scratch:
+        run_root(scratch, (text, "\n".join(cfg) + "\n"), ["-dump", _DUMP],
+                 f"states printed back by {protocol.spec_module}", timeout_s=timeout_s)
         return _hash_dump(protocol, scratch / f"{_DUMP}.dump",
                           f"TLC's printing of {protocol.spec_module}'s states")[0]
